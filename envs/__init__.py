@@ -1,0 +1,1 @@
+"""Environments: the sandboxed PTC runtime (envs.runtime) and verifiable tasks (envs.tasks)."""

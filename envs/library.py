@@ -1,0 +1,188 @@
+"""Find, decode and load task folders (envs/tasks/<id>/), one broken task never hiding the others.
+
+The task contract is written in envs/TASK_FORMAT.md. Task modules are loaded from their files
+(not imported as packages) so a task folder can live anywhere: the shipped library, a synthesis
+workspace, or an imported Harbor task.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import shutil
+import sys
+import tomllib
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import msgspec
+
+from envs.taskkit import Env, Scale, VerifyContext, is_tool, scale_named
+
+LIBRARY_DIR = Path(__file__).resolve().parent / "tasks"
+SCALE_NAMES = ("v0", "v1", "v2", "v3")
+REQUIRED_FILES = ("task.toml", "instruction.md", "data.py", "tools.py", "verify.py", "oracle.py")
+
+
+class TaskLoadError(Exception):
+    """A task folder that cannot be used; the message names the file and the field."""
+
+
+class ScaleFactors(msgspec.Struct, forbid_unknown_fields=True):
+    rows: list[int] = msgspec.field(default_factory=lambda: [1, 2, 4, 8])
+    files: list[float] = msgspec.field(default_factory=lambda: [1.0, 1.7, 2.5, 3.4])
+
+
+class TaskLimits(msgspec.Struct, forbid_unknown_fields=True):
+    max_turns: int = 40
+    program_timeout_s: float = 120.0
+
+
+class TaskSpec(msgspec.Struct, forbid_unknown_fields=True):
+    id: str
+    domain: str
+    title: str
+    tools: list[str]
+    seed: int = 0
+    description: str = ""
+    scales: ScaleFactors = msgspec.field(default_factory=ScaleFactors)
+    limits: TaskLimits = msgspec.field(default_factory=TaskLimits)
+
+
+class Task:
+    """A loaded task folder: its spec, its instruction and lazily loaded modules."""
+
+    def __init__(self, folder: Path, spec: TaskSpec):
+        self.dir = folder
+        self.spec = spec
+        self.id = spec.id
+        self._modules: dict[str, ModuleType] = {}
+
+    def __repr__(self) -> str:
+        return f"Task({self.id!r})"
+
+    @property
+    def instruction(self) -> str:
+        return (self.dir / "instruction.md").read_text()
+
+    @property
+    def oracle_source(self) -> str:
+        return (self.dir / "oracle.py").read_text()
+
+    def wrong_solutions(self) -> dict[str, str]:
+        folder = self.dir / "wrong"
+        return {p.stem: p.read_text() for p in sorted(folder.glob("*.py"))} if folder.is_dir() else {}
+
+    def scale(self, name: str) -> Scale:
+        i = SCALE_NAMES.index(name) if name in SCALE_NAMES else -1
+        if i < 0:
+            raise ValueError(f"unknown scale {name!r}; expected one of {', '.join(SCALE_NAMES)}")
+        return scale_named(name, self.spec.scales.rows[i], self.spec.scales.files[i])
+
+    def module(self, name: str) -> ModuleType:
+        if name not in self._modules:
+            path = self.dir / f"{name}.py"
+            mod_name = f"progagent_task_{self.id}_{name}"
+            spec = importlib.util.spec_from_file_location(mod_name, path)
+            if spec is None or spec.loader is None:
+                raise TaskLoadError(f"{path}: cannot be loaded as a Python module")
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[mod_name] = module
+            try:
+                spec.loader.exec_module(module)
+            except Exception as exc:
+                del sys.modules[mod_name]
+                raise TaskLoadError(f"{path}: failed to import: {type(exc).__name__}: {exc}") from exc
+            self._modules[name] = module
+        return self._modules[name]
+
+    def tool_functions(self) -> dict[str, Any]:
+        """The functions of tools.py marked with @tool, in task.toml order; checked against it."""
+        module = self.module("tools")
+        found = {n: f for n, f in vars(module).items() if is_tool(f)}
+        listed = self.spec.tools
+        missing = [n for n in listed if n not in found]
+        extra = [n for n in found if n not in listed]
+        if missing or extra:
+            raise TaskLoadError(
+                f"{self.dir / 'task.toml'}: field 'tools' does not match tools.py "
+                f"(listed but missing: {missing or 'none'}; defined but unlisted: {extra or 'none'})"
+            )
+        return {n: found[n] for n in listed}
+
+    def build(self, root: str | Path, scale: str) -> Env:
+        """Write a fresh environment for `scale` into `root` (db.sqlite + workspace/)."""
+        root = Path(root)
+        (root / "workspace").mkdir(parents=True, exist_ok=True)
+        self.module("data").build(root, self.scale(scale), self.spec.seed)
+        return Env(root)
+
+    def verify(self, final_root: Path, initial_root: Path, answer: str, scale: str) -> dict[str, bool]:
+        final, initial = Env(final_root, readonly=True), Env(initial_root, readonly=True)
+        try:
+            ctx = VerifyContext(final=final, initial=initial, answer=answer or "", scale=self.scale(scale),
+                                seed=self.spec.seed)
+            result = self.module("verify").verify(ctx)
+        finally:
+            final.close()
+            initial.close()
+        if not isinstance(result, dict) or not result:
+            raise TaskLoadError(f"{self.dir / 'verify.py'}: verify() must return a non-empty dict of criteria")
+        return {str(k): bool(v) for k, v in result.items()}
+
+    def fingerprint(self) -> dict[str, str]:
+        """Hashes of what must be byte-identical across scales (it is one file set for all scales)."""
+        return {n: hashlib.sha256((self.dir / n).read_bytes()).hexdigest()[:16]
+                for n in ("instruction.md", "tools.py", "verify.py")}
+
+
+def load_task(folder: str | Path) -> Task:
+    folder = Path(folder)
+    for name in REQUIRED_FILES:
+        if not (folder / name).is_file():
+            raise TaskLoadError(f"{folder / name}: required file is missing")
+    toml_path = folder / "task.toml"
+    try:
+        raw = tomllib.loads(toml_path.read_text())
+    except tomllib.TOMLDecodeError as exc:
+        raise TaskLoadError(f"{toml_path}: invalid TOML: {exc}") from exc
+    try:
+        spec = msgspec.convert(raw, TaskSpec)
+    except msgspec.ValidationError as exc:
+        raise TaskLoadError(f"{toml_path}: {exc}") from exc
+    if spec.id != folder.name:
+        raise TaskLoadError(f"{toml_path}: field 'id' is {spec.id!r} but the folder is {folder.name!r}")
+    for field, values in (("scales.rows", spec.scales.rows), ("scales.files", spec.scales.files)):
+        if len(values) != 4:
+            raise TaskLoadError(f"{toml_path}: field '{field}' needs 4 values (v0..v3), got {len(values)}")
+    return Task(folder, spec)
+
+
+def load_library(root: str | Path = LIBRARY_DIR) -> tuple[dict[str, Task], dict[str, str]]:
+    """All task folders under root: (tasks by id, errors by folder name)."""
+    tasks: dict[str, Task] = {}
+    errors: dict[str, str] = {}
+    for folder in sorted(Path(root).iterdir()):
+        if not folder.is_dir() or folder.name.startswith(("_", ".")):
+            continue
+        try:
+            tasks[folder.name] = load_task(folder)
+        except TaskLoadError as exc:
+            errors[folder.name] = str(exc)
+    return tasks, errors
+
+
+def get_task(task_id: str, root: str | Path = LIBRARY_DIR) -> Task:
+    folder = Path(root) / task_id
+    if not folder.is_dir():
+        known = sorted(p.name for p in Path(root).iterdir() if p.is_dir() and not p.name.startswith(("_", ".")))
+        raise TaskLoadError(f"unknown task {task_id!r}; known tasks: {', '.join(known) or 'none'}")
+    return load_task(folder)
+
+
+def copy_environment(src: Path, dst: Path) -> None:
+    """Copy a built environment (db + workspace) into dst, keeping dst/workspace as the same inode."""
+    (dst / "workspace").mkdir(parents=True, exist_ok=True)
+    shutil.copy2(src / "db.sqlite", dst / "db.sqlite")
+    shutil.copytree(src / "workspace", dst / "workspace", dirs_exist_ok=True)

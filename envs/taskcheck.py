@@ -1,0 +1,188 @@
+"""Fast in-process checks of a task folder, for authors and the synthesis pipeline.
+
+This runs tools as plain Python calls (with a JSON round trip, as MCP would do) and programs with
+`exec`, so it is NOT a sandbox: use it only on trusted code (the task's own oracle and wrong
+solutions). `progagent tasks validate` runs the same checks through the real sandboxed runtime.
+
+    python -m envs.taskcheck TASK_ID [--scales v0,v1,v2,v3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hashlib
+import io
+import json
+import sqlite3
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from envs.library import SCALE_NAMES, Task, TaskLoadError, get_task, load_task
+from envs.taskkit import Env, ToolError
+
+CELL_MARKER = "# %%"
+
+
+def split_cells(program: str) -> list[str]:
+    """Split a multi-turn program into cells at lines starting with `# %%`."""
+    cells, current = [], []
+    for line in program.splitlines():
+        if line.strip().startswith(CELL_MARKER):
+            if "".join(current).strip():
+                cells.append("\n".join(current))
+            current = []
+        else:
+            current.append(line)
+    if "".join(current).strip():
+        cells.append("\n".join(current))
+    return cells
+
+
+class InProcessTools(dict):
+    """`tools[name](**kwargs)` over the task's functions, JSON round-tripped like an MCP call."""
+
+    def __init__(self, task: Task, env: Env):
+        super().__init__()
+        self.calls: list[dict[str, Any]] = []
+        for name, fn in task.tool_functions().items():
+            self[name] = self._bind(name, fn, env)
+
+    def _bind(self, name: str, fn, env: Env):
+        def call(**kwargs):
+            kwargs = json.loads(json.dumps(kwargs))
+            t0 = time.perf_counter()
+            try:
+                result = fn(env, **kwargs)
+                env.db.commit()
+            except ToolError:
+                env.db.rollback()
+                raise
+            raw = json.dumps(result, default=str)
+            self.calls.append({"tool": name, "args": kwargs, "result_chars": len(raw),
+                               "ms": (time.perf_counter() - t0) * 1000})
+            return json.loads(raw)
+
+        call.__name__ = name
+        call.__doc__ = fn.__doc__
+        return call
+
+
+def run_program_inprocess(task: Task, env_root: Path, program: str) -> tuple[str, str, list[dict]]:
+    """Run a (trusted) program's cells against the environment; return (final_answer, stdout, calls)."""
+    env = Env(env_root)
+    tools = InProcessTools(task, env)
+    ns: dict[str, Any] = {"tools": tools, "ToolError": ToolError, "__name__": "__main__"}
+    out = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(out):
+            for cell in split_cells(program):
+                exec(compile(cell, "<program>", "exec"), ns)
+    finally:
+        env.close()
+    answer = ns.get("final_answer", "")
+    return str(answer), out.getvalue(), tools.calls
+
+
+def tree_digest(root: Path) -> str:
+    """Hash of a built environment: database content (as SQL dump) + workspace files."""
+    h = hashlib.sha256()
+    con = sqlite3.connect(root / "db.sqlite")
+    for line in con.iterdump():
+        h.update(line.encode())
+    con.close()
+    for p in sorted((root / "workspace").rglob("*")):
+        if p.is_file():
+            h.update(str(p.relative_to(root)).encode())
+            h.update(p.read_bytes())
+    return h.hexdigest()
+
+
+def env_stats(root: Path) -> dict[str, Any]:
+    con = sqlite3.connect(root / "db.sqlite")
+    tables = [r[0] for r in con.execute("select name from sqlite_master where type='table'")]
+    rows = sum(con.execute(f'select count(*) from "{t}"').fetchone()[0] for t in tables)
+    con.close()
+    files = [p for p in (root / "workspace").rglob("*") if p.is_file()]
+    return {"db_bytes": (root / "db.sqlite").stat().st_size, "rows": rows, "tables": len(tables),
+            "files": len(files), "file_bytes": sum(p.stat().st_size for p in files)}
+
+
+def check_task(task: Task, scales: list[str] = list(SCALE_NAMES)) -> dict[str, Any]:
+    """Every check the validator makes, in process. Returns a report; `ok` says if all passed."""
+    report: dict[str, Any] = {"task": task.id, "scales": {}, "problems": []}
+    problems = report["problems"]
+    tools = task.tool_functions()
+    if len(tools) < 5:
+        problems.append(f"only {len(tools)} tools; at least 5 required")
+    wrong = task.wrong_solutions()
+    if len(wrong) < 2:
+        problems.append(f"only {len(wrong)} wrong solutions in wrong/; at least 2 required")
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        for scale in scales:
+            initial, work, again = tmp / scale / "initial", tmp / scale / "work", tmp / scale / "again"
+            task.build(initial, scale)
+            task.build(again, scale)
+            rep: dict[str, Any] = env_stats(initial)
+            if tree_digest(initial) != tree_digest(again):
+                problems.append(f"{scale}: building twice gives different bytes")
+            task.build(work, scale)
+            crit = task.verify(work, initial, "", scale)
+            if all(crit.values()):
+                problems.append(f"{scale}: verifier passes on the untouched environment with an empty answer")
+            task.build(work, scale)
+            t0 = time.perf_counter()
+            try:
+                answer, stdout, calls = run_program_inprocess(task, work, task.oracle_source)
+            except Exception as exc:  # noqa: BLE001 - report, do not crash the checker
+                problems.append(f"{scale}: oracle raised {type(exc).__name__}: {exc}")
+                report["scales"][scale] = rep
+                continue
+            rep["oracle_s"] = round(time.perf_counter() - t0, 3)
+            rep["oracle_calls"] = len(calls)
+            rep["oracle_printed_chars"] = len(stdout)
+            rep["raw_result_chars"] = sum(c["result_chars"] for c in calls)
+            crit = task.verify(work, initial, answer, scale)
+            rep["oracle_criteria"] = crit
+            if not all(crit.values()):
+                problems.append(f"{scale}: oracle fails {[k for k, v in crit.items() if not v]}; answer={answer!r}")
+            for name, source in wrong.items():
+                task.build(work, scale)
+                try:
+                    w_answer, _, _ = run_program_inprocess(task, work, source)
+                except Exception as exc:  # noqa: BLE001
+                    problems.append(f"{scale}: wrong/{name}.py raised {type(exc).__name__}: {exc}")
+                    continue
+                if all(task.verify(work, initial, w_answer, scale).values()):
+                    problems.append(f"{scale}: verifier passes wrong/{name}.py")
+            report["scales"][scale] = rep
+    sizes = [report["scales"].get(s, {}) for s in scales]
+    for key in ("db_bytes", "files"):
+        vals = [s.get(key, 0) for s in sizes]
+        if any(b <= a for a, b in zip(vals, vals[1:], strict=False)):
+            problems.append(f"{key} does not grow with scale: {vals}")
+    report["ok"] = not problems
+    return report
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("task", help="task id in envs/tasks or a path to a task folder")
+    parser.add_argument("--scales", default=",".join(SCALE_NAMES))
+    args = parser.parse_args(argv)
+    try:
+        task = load_task(args.task) if Path(args.task).is_dir() else get_task(args.task)
+    except TaskLoadError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    report = check_task(task, args.scales.split(","))
+    print(json.dumps(report, indent=1, default=str))
+    return 0 if report["ok"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,150 @@
+"""What a task author imports: scales, the environment handle, the `@tool` marker and errors.
+
+A task folder (see envs/TASK_FORMAT.md) only depends on this module and the standard library, so
+that the same files run in the validator, in the per-episode MCP tool server and in the synthesis
+pipeline. Nothing here knows about sandboxes or MCP transports.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from mcp.server.mcpserver.exceptions import ToolError
+
+__all__ = [
+    "SCALES",
+    "Env",
+    "Scale",
+    "ToolError",
+    "VerifyContext",
+    "answer_field",
+    "page",
+    "scale_named",
+    "tool",
+]
+
+
+class Scale(msgspec.Struct, frozen=True):
+    """One environment scale: database rows grow by `rows`, workspace files by `files`."""
+
+    name: str
+    index: int
+    rows: int
+    files: float
+
+    def n_rows(self, base: int) -> int:
+        """Rows of a table whose v0 size is `base`."""
+        return base * self.rows
+
+    def n_files(self, base: int) -> int:
+        """Number of workspace files of a kind whose v0 count is `base`."""
+        return max(1, round(base * self.files))
+
+
+#: Defaults; a task may override the factors in task.toml ([scales]).
+SCALES: dict[str, Scale] = {
+    "v0": Scale("v0", 0, 1, 1.0),
+    "v1": Scale("v1", 1, 2, 1.7),
+    "v2": Scale("v2", 2, 4, 2.5),
+    "v3": Scale("v3", 3, 8, 3.4),
+}
+
+
+def scale_named(name: str, rows: int | None = None, files: float | None = None) -> Scale:
+    if name not in SCALES:
+        raise ValueError(f"unknown scale {name!r}; expected one of {', '.join(SCALES)}")
+    base = SCALES[name]
+    return Scale(name, base.index, rows if rows is not None else base.rows, files if files is not None else base.files)
+
+
+class Env:
+    """The state of one episode's environment: `root/db.sqlite` and `root/workspace/`."""
+
+    def __init__(self, root: str | Path, *, readonly: bool = False):
+        self.root = Path(root)
+        self.db_path = self.root / "db.sqlite"
+        self.workspace = self.root / "workspace"
+        self.readonly = readonly
+        self._db: sqlite3.Connection | None = None
+
+    @property
+    def db(self) -> sqlite3.Connection:
+        """A connection with rows as `sqlite3.Row`; opened on first use, autocommit off."""
+        if self._db is None:
+            if self.readonly:
+                uri = f"file:{self.db_path}?mode=ro"
+                self._db = sqlite3.connect(uri, uri=True, check_same_thread=False)
+            else:
+                self._db = sqlite3.connect(self.db_path, check_same_thread=False)
+            self._db.row_factory = sqlite3.Row
+        return self._db
+
+    def query(self, sql: str, params: tuple | dict = ()) -> list[dict[str, Any]]:
+        return [dict(r) for r in self.db.execute(sql, params).fetchall()]
+
+    def file(self, relpath: str) -> Path:
+        """A workspace path; refuses paths that leave the workspace."""
+        path = (self.workspace / relpath).resolve()
+        if not path.is_relative_to(self.workspace.resolve()):
+            raise ToolError(f"path {relpath!r} is outside the workspace")
+        return path
+
+    def close(self) -> None:
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+
+
+class VerifyContext(msgspec.Struct):
+    """What a verifier sees: the final state, a fresh copy of the initial state, the answer."""
+
+    final: Any  # Env (read-only)
+    initial: Any  # Env (read-only), rebuilt from (scale, seed)
+    answer: str
+    scale: Scale
+    seed: int
+
+
+_TOOL_ATTR = "__progagent_tool__"
+
+
+def tool(fn: Callable) -> Callable:
+    """Mark `fn(env, **kwargs)` as a task tool. Its docstring and annotations become the schema."""
+    params = list(inspect.signature(fn).parameters)
+    if not params or params[0] != "env":
+        raise TypeError(f"tool {fn.__name__} must take `env` as its first parameter")
+    setattr(fn, _TOOL_ATTR, True)
+    return fn
+
+
+def is_tool(obj: Any) -> bool:
+    return callable(obj) and getattr(obj, _TOOL_ATTR, False)
+
+
+def page(rows: list[Any], page_no: int, page_size: int) -> dict[str, Any]:
+    """Bounded returns: one page of `rows` plus what a caller needs to fetch the next one."""
+    if page_no < 1:
+        raise ToolError("page must be >= 1")
+    start = (page_no - 1) * page_size
+    items = rows[start : start + page_size]
+    has_more = start + page_size < len(rows)
+    return {
+        "items": items,
+        "page": page_no,
+        "page_size": page_size,
+        "total": len(rows),
+        "next_page": page_no + 1 if has_more else None,
+    }
+
+
+def answer_field(answer: str, name: str = "ANSWER") -> str | None:
+    """The text after the last `NAME:` line of a final answer, or None when absent."""
+    found = re.findall(rf"^\s*\**{re.escape(name)}\**\s*:\s*(.*)$", answer or "", flags=re.M | re.I)
+    return found[-1].strip() if found else None
