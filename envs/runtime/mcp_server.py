@@ -1,0 +1,145 @@
+"""The runtime as an MCP server (`progagent mcp`).
+
+    progagent mcp --upstream time=mcp-server-time --upstream fs="npx @modelcontextprotocol/server-filesystem /data"
+                  [--harness ptc|dtc|hybrid] [--timeout 120] [--workspace DIR] [--http PORT]
+
+- `ptc` exposes one tool, `programmatic_tool_call(code)`: the result text is what the model would
+  see; `is_error` is true when the program raised, timed out or crashed the kernel.
+- `dtc` exposes the upstream tools directly (results passed through unchanged).
+- `hybrid` exposes both.
+Each client session gets its own episode (sandboxed kernel), opened on its first program; the
+upstream servers are started once and shared.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import logging
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+from mcp.server.lowlevel import Server
+from mcp.types import CallToolResult, ListToolsResult, TextContent, Tool
+
+from envs.runtime import ptc_tool
+from envs.runtime.config import RuntimeConfig
+from envs.runtime.episode import Episode, Runtime
+from envs.runtime.upstream import Upstream, Upstreams, UpstreamSpec
+
+log = logging.getLogger(__name__)
+HARNESSES = ("ptc", "dtc", "hybrid")
+
+
+class RuntimeServer:
+    def __init__(self, upstreams: list[UpstreamSpec], harness: str = "ptc", config: RuntimeConfig | None = None,
+                 workspace: Path | None = None):
+        if harness not in HARNESSES:
+            raise ValueError(f"--harness must be one of {', '.join(HARNESSES)}, got {harness!r}")
+        self.specs = upstreams
+        self.harness = harness
+        self.config = config or RuntimeConfig(warm_pool=1)
+        self.workspace = workspace
+        self.runtime: Runtime | None = None
+        self.router: Upstreams | None = None
+        self.episodes: dict[int, Episode] = {}
+
+    @contextlib.asynccontextmanager
+    async def lifespan(self, _server: Any) -> AsyncIterator[dict]:
+        self.runtime = await Runtime(self.config).start(wait=False)
+        self.router = Upstreams([Upstream(s) for s in self.specs], heuristic=self.config.error_heuristic,
+                                call_timeout_s=self.config.tool_timeout_s)
+        try:
+            await self.router.start()
+            yield {}
+        finally:
+            for ep in list(self.episodes.values()):
+                await ep.close()
+            await self.router.close()
+            await self.runtime.close()
+
+    def tools(self) -> list[Tool]:
+        assert self.router is not None
+        exposed: list[Tool] = []
+        if self.harness in ("ptc", "hybrid"):
+            exposed.append(Tool(name=ptc_tool.NAME, input_schema=ptc_tool.INPUT_SCHEMA,
+                                description=ptc_tool.description(self.router.describe(), self.config.max_output_chars,
+                                                                 self.config.program_timeout_s)))
+        if self.harness in ("dtc", "hybrid"):
+            exposed.extend(self.router.mcp_tools())
+        return exposed
+
+    async def episode(self, session: Any) -> Episode:
+        key = id(session)
+        if key not in self.episodes:
+            assert self.runtime is not None
+            self.episodes[key] = await self.runtime.open_episode(router=self.router, workspace=self.workspace)
+        return self.episodes[key]
+
+    async def on_list_tools(self, ctx: Any, params: Any) -> ListToolsResult:
+        return ListToolsResult(tools=self.tools())
+
+    async def on_call_tool(self, ctx: Any, params: Any) -> CallToolResult:
+        assert self.router is not None
+        name, args = params.name, params.arguments or {}
+        if name == ptc_tool.NAME and self.harness in ("ptc", "hybrid"):
+            code = args.get("code")
+            if not isinstance(code, str):
+                return _error("programmatic_tool_call needs one argument `code` (a string of Python source)")
+            result = await (await self.episode(ctx.session)).run_program(code)
+            return CallToolResult(content=[TextContent(type="text", text=result.text)], is_error=result.is_error)
+        if self.harness in ("dtc", "hybrid") and name in self.router.catalogue:
+            try:
+                _, raw = await self.router.call_raw(name, args)
+            except Exception as exc:  # noqa: BLE001 - a broken upstream is an error result, not a crash
+                return _error(f"tool {name!r} failed: {exc}")
+            return raw
+        known = [t.name for t in self.tools()]
+        return _error(f"unknown tool {name!r}; available tools: {', '.join(known)}")
+
+    def build(self) -> Server:
+        return Server("progagent-runtime", version="0.1.0", lifespan=self.lifespan,
+                      on_list_tools=self.on_list_tools, on_call_tool=self.on_call_tool,
+                      instructions="ProgAgent PTC runtime: run Python programs that call tools.")
+
+
+def _error(text: str) -> CallToolResult:
+    return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--upstream", action="append", default=[], metavar="NAME=COMMAND",
+                        help="an MCP server to route tools to (repeatable); NAME=URL for streamable HTTP")
+    parser.add_argument("--harness", choices=HARNESSES, default="ptc")
+    parser.add_argument("--timeout", type=float, default=120.0, help="per-program wall timeout in seconds")
+    parser.add_argument("--workspace", type=Path, default=None, help="host folder bound as /workspace")
+    parser.add_argument("--http", type=int, default=None, metavar="PORT",
+                        help="serve streamable HTTP on 127.0.0.1:PORT/mcp instead of stdio")
+    parser.add_argument("--no-error-heuristic", action="store_true",
+                        help="trust isError only (do not detect failures reported in text)")
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        specs = [UpstreamSpec.parse(u) for u in args.upstream]
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    config = RuntimeConfig(program_timeout_s=args.timeout, warm_pool=1, error_heuristic=not args.no_error_heuristic)
+    server = RuntimeServer(specs, args.harness, config, args.workspace).build()
+    if args.http is None:
+        import anyio
+        from mcp.server.stdio import stdio_server
+
+        async def main() -> None:
+            async with stdio_server() as (read, write):
+                await server.run(read, write, server.create_initialization_options())
+
+        anyio.run(main)
+    else:
+        import uvicorn
+
+        uvicorn.run(server.streamable_http_app(), host="127.0.0.1", port=args.http, log_level="warning")
+    return 0

@@ -1,0 +1,96 @@
+"""The bubblewrap command line of one sandboxed kernel: what is bound, what is not.
+
+Inside the sandbox the filesystem is a fresh tmpfs root holding only:
+- /usr (read-only; /bin, /lib, /lib64, /sbin as the usual symlinks), a private /proc and /dev,
+- the Python installation the kernel runs on and its environment (read-only, at their host paths,
+  since Python finds its prefix from its own location), with any task library folder under them
+  hidden behind an empty tmpfs,
+- /opt/progagent: the tool-proxy shim (read-only),
+- /run/progagent: the kernel's connection file and ipc sockets (read-write, this kernel's only),
+- /run/tools: the folder with the tool bridge's socket (read-only),
+- /workspace: the episode's workspace (read-write, the working directory),
+- a private /tmp.
+Every namespace is unshared (no network: only `lo`), all capabilities dropped, the environment
+cleared, a new session (no terminal signals), and the sandbox dies with its parent.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+SHIM_DIR = Path(__file__).resolve().parent / "shim"
+IN_KERNEL_DIR = "/run/progagent"
+IN_TOOLS_DIR = "/run/tools"
+IN_SHIM_DIR = "/opt/progagent"
+IN_WORKSPACE = "/workspace"
+
+
+def python_roots() -> list[Path]:
+    """The folders the interpreter needs: its base installation and its (virtual) environment."""
+    roots = []
+    for p in (Path(sys.base_prefix), Path(sys.prefix)):
+        p = p.resolve()
+        if p not in roots:
+            roots.append(p)
+    return roots
+
+
+def hidden_paths(binds: list[Path]) -> list[Path]:
+    """Task library folders (verifiers, oracles) that lie under a bound folder, to be masked.
+
+    With an editable install nothing of the repository is under the environment; with a regular
+    install `site-packages/envs/tasks` is, and must not be readable from the sandbox.
+    """
+    import envs
+
+    secret = [Path(p).resolve() / "tasks" for p in envs.__path__]
+    return [s for s in secret if any(s.is_relative_to(b) for b in binds) and s.exists()]
+
+
+def bwrap_argv(kernel_dir: Path, tools_dir: Path, workspace: Path, extra_env: dict[str, str] | None = None
+               ) -> list[str]:
+    roots = python_roots()
+    argv = [
+        "bwrap",
+        "--unshare-all", "--unshare-user", "--disable-userns",
+        "--die-with-parent", "--new-session", "--cap-drop", "ALL", "--clearenv",
+        "--uid", "1000", "--gid", "1000", "--hostname", "sandbox",
+        "--ro-bind", "/usr", "/usr",
+        "--symlink", "usr/bin", "/bin", "--symlink", "usr/lib", "/lib",
+        "--symlink", "usr/lib64", "/lib64", "--symlink", "usr/sbin", "/sbin",
+        "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
+    ]
+    for root in roots:
+        if not root.is_relative_to("/usr"):
+            argv += ["--ro-bind", str(root), str(root)]
+    for hidden in hidden_paths(roots):
+        argv += ["--tmpfs", str(hidden)]
+    argv += [
+        "--ro-bind", str(SHIM_DIR), IN_SHIM_DIR,
+        "--bind", str(kernel_dir), IN_KERNEL_DIR,
+        "--ro-bind", str(tools_dir), IN_TOOLS_DIR,
+        "--bind", str(workspace), IN_WORKSPACE,
+        "--chdir", IN_WORKSPACE,
+    ]
+    env = {
+        "HOME": "/tmp",
+        "PATH": f"{Path(sys.prefix) / 'bin'}:/usr/local/bin:/usr/bin:/bin",
+        "LANG": "C.UTF-8",
+        "PYTHONPATH": IN_SHIM_DIR,
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "IPYTHONDIR": "/tmp/.ipython",
+        "JUPYTER_RUNTIME_DIR": "/tmp/.jupyter",
+        "MPLBACKEND": "Agg",
+        "USER": "sandbox",
+        **(extra_env or {}),
+    }
+    for k, v in env.items():
+        argv += ["--setenv", k, v]
+    return argv
+
+
+def kernel_argv(connection_file: str) -> list[str]:
+    """The kernel process inside the sandbox: ipykernel, quiet, with the message-mode interrupt."""
+    return [sys.executable, "-m", "ipykernel_launcher", "-f", connection_file,
+            "--IPKernelApp.quiet=True", "--HistoryManager.enabled=False"]

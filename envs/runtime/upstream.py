@@ -1,0 +1,380 @@
+"""Upstream MCP tool servers of an episode, and how their results become Python values.
+
+`Upstreams` is the router behind both interfaces: programs in the kernel (PTC) reach it through
+the bridge socket, direct calls (DTC) call it from the host. Every call is logged
+(`ToolCallRecord`) so metrics and the DTC-vs-PTC context comparison can be computed afterwards.
+
+Conversion of a result (`to_native`): structured content first (unwrapping the SDK's
+`{"result": value}` wrapper for non-object returns), else the text parsed as JSON, else the text.
+
+Non-compliant servers (`looks_like_error`): some servers report failure only in text and never set
+`isError`. With the heuristic on (the default) a result without structured content whose text
+starts like an error ("Error: ...", "Traceback (most recent call last)", "Error executing tool",
+"failed: ..."), or whose JSON is an object carrying an `error`/`errors` entry or
+`"success"/"ok": false` or `"status": "error"`, raises ToolError like an `isError` result would.
+Switch it off with `RuntimeConfig.error_heuristic = False`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import re
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import msgspec
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+log = logging.getLogger(__name__)
+
+
+class UpstreamSpec(msgspec.Struct, forbid_unknown_fields=True):
+    """An MCP tool server: a stdio command or a streamable-HTTP url."""
+
+    name: str
+    command: list[str] = []
+    url: str | None = None
+    env: dict[str, str] | None = None
+    cwd: str | None = None
+
+    @classmethod
+    def parse(cls, text: str) -> UpstreamSpec:
+        """`NAME=COMMAND ARGS...` or `NAME=http://host/mcp` (the `--upstream` syntax)."""
+        import shlex
+
+        name, sep, rest = text.partition("=")
+        if not sep or not name.strip() or not rest.strip():
+            raise ValueError(f"--upstream expects NAME=COMMAND or NAME=URL, got {text!r}")
+        rest = rest.strip()
+        if rest.startswith(("http://", "https://")):
+            return cls(name=name.strip(), url=rest)
+        return cls(name=name.strip(), command=shlex.split(rest))
+
+
+class ToolInfo(msgspec.Struct):
+    name: str  # the name programs use (prefixed with the upstream's name only on a clash)
+    upstream: str
+    remote_name: str
+    description: str
+    input_schema: dict[str, Any]
+    output_schema: dict[str, Any] | None = None
+
+
+class ToolCallRecord(msgspec.Struct):
+    """One tool call, from a program or direct. `result_text` is what DTC would put in context."""
+
+    tool: str
+    arguments: dict[str, Any]
+    source: str  # "program" | "direct"
+    ok: bool
+    error: str | None
+    result_text: str
+    result_chars: int
+    duration_s: float
+    started_at: float
+
+
+class CallOutcome(msgspec.Struct):
+    ok: bool
+    value: Any = None
+    error: str | None = None
+    error_type: str | None = None  # "ToolError" | "UnknownTool" | "BadArguments" | "ServerError"
+    text: str = ""  # the raw result as text (what a DTC model sees)
+
+
+_ERROR_TEXT = re.compile(
+    r"^\s*(error\b|err:|exception\b|traceback \(most recent call last\)|fatal\b|failed\b|failure\b|"
+    r"invalid (argument|input|parameter)s?\b|permission denied|not found:)",
+    re.IGNORECASE,
+)
+
+
+def looks_like_error(text: str) -> bool:
+    """Heuristic for servers that report failure in text only (see module docstring)."""
+    if not text:
+        return False
+    if _ERROR_TEXT.match(text[:300]):
+        return True
+    stripped = text.strip()
+    if stripped.startswith("{"):
+        try:
+            obj = json.loads(stripped)
+        except ValueError:
+            return False
+        if isinstance(obj, dict):
+            if obj.get("isError") is True or obj.get("is_error") is True:
+                return True
+            if obj.get("error") or obj.get("errors"):
+                return True
+            if obj.get("success") is False or obj.get("ok") is False:
+                return True
+            if str(obj.get("status", "")).lower() in {"error", "failed", "failure"}:
+                return True
+    return False
+
+
+def _is_wrapped(schema: dict[str, Any] | None, structured: Any) -> bool:
+    if not isinstance(structured, dict) or set(structured) != {"result"}:
+        return False
+    if schema is None:
+        return True
+    props = schema.get("properties") or {}
+    return set(props) == {"result"}
+
+
+def result_text(result: Any) -> str:
+    """The text a model sees for a raw MCP result (DTC): text contents joined, else the JSON."""
+    parts = []
+    for item in result.content or []:
+        kind = getattr(item, "type", None)
+        if kind == "text":
+            parts.append(item.text)
+        elif kind in ("image", "audio"):
+            parts.append(f"[{kind} {getattr(item, 'mime_type', '')}, {len(getattr(item, 'data', '') or '')} b64 chars]")
+        elif kind == "resource" or kind == "resource_link":
+            parts.append(json.dumps(item.model_dump(mode="json", exclude_none=True)))
+    if not parts and result.structured_content is not None:
+        parts.append(json.dumps(result.structured_content))
+    return "\n".join(parts)
+
+
+def to_native(result: Any, info: ToolInfo | None, heuristic: bool) -> CallOutcome:
+    text = result_text(result)
+    if result.is_error:
+        return CallOutcome(ok=False, error=text or "the tool reported an error without a message",
+                           error_type="ToolError", text=text)
+    if result.structured_content is not None:
+        value = result.structured_content
+        if _is_wrapped(info.output_schema if info else None, value):
+            value = value["result"]
+        return CallOutcome(ok=True, value=value, text=text)
+    if heuristic and looks_like_error(text):
+        return CallOutcome(ok=False, error=text.strip(), error_type="ToolError", text=text)
+    texts = [c.text for c in result.content or [] if getattr(c, "type", None) == "text"]
+    others = [c.model_dump(mode="json", exclude_none=True) for c in result.content or []
+              if getattr(c, "type", None) != "text"]
+    values: list[Any] = []
+    for t in texts:
+        try:
+            values.append(json.loads(t))
+        except ValueError:
+            values.append(t)
+    if len(values) == 1 and not others:
+        return CallOutcome(ok=True, value=values[0], text=text)
+    if not others and all(isinstance(v, str) for v in values):
+        return CallOutcome(ok=True, value="\n".join(values), text=text)
+    return CallOutcome(ok=True, value=values + others, text=text)
+
+
+def check_arguments(info: ToolInfo, args: dict[str, Any]) -> str | None:
+    """A short, actionable message when arguments obviously do not fit the tool's schema."""
+    schema = info.input_schema or {}
+    props = schema.get("properties") or {}
+    required = schema.get("required") or []
+    missing = [r for r in required if r not in args]
+    unknown = [a for a in args if props and a not in props and not schema.get("additionalProperties")]
+    if not missing and not unknown:
+        return None
+    expected = ", ".join(f"{k}{'' if k in required else '?'}" for k in props) or "none"
+    bits = []
+    if missing:
+        bits.append(f"missing required argument(s): {', '.join(missing)}")
+    if unknown:
+        bits.append(f"unknown argument(s): {', '.join(unknown)}")
+    return f"bad arguments for tool {info.name!r}: {'; '.join(bits)}. Expected arguments: {expected}"
+
+
+class Upstream:
+    """One connected MCP server. The client session lives in its own task (anyio scopes)."""
+
+    def __init__(self, spec: UpstreamSpec, server_object: Any = None, errlog: Path | None = None):
+        self.spec = spec
+        self.name = spec.name
+        self.server_object = server_object
+        self.errlog = errlog
+        self.session: ClientSession | None = None
+        self.tools: list[Any] = []
+        self._task: asyncio.Task | None = None
+        self._stop = asyncio.Event()
+        self._ready: asyncio.Future | None = None
+
+    async def start(self, timeout: float = 30.0) -> None:
+        self._stop = asyncio.Event()
+        self._ready = asyncio.get_running_loop().create_future()
+        self._task = asyncio.create_task(self._run(), name=f"upstream-{self.name}")
+        try:
+            await asyncio.wait_for(asyncio.shield(self._ready), timeout)
+        except Exception:
+            await self.close()
+            raise
+
+    async def _run(self) -> None:
+        try:
+            async with contextlib.AsyncExitStack() as stack:
+                if self.server_object is not None:
+                    from mcp.client import Client
+
+                    client = await stack.enter_async_context(Client(self.server_object))
+                    session = client.session
+                else:
+                    if self.spec.url:
+                        from mcp.client.streamable_http import streamable_http_client
+
+                        read, write, *_ = await stack.enter_async_context(streamable_http_client(self.spec.url))
+                    else:
+                        if not self.spec.command:
+                            raise ValueError(f"upstream {self.name!r} has neither a command nor a url")
+                        params = StdioServerParameters(command=self.spec.command[0], args=self.spec.command[1:],
+                                                       env=self.spec.env, cwd=self.spec.cwd)
+                        errlog = stack.enter_context(open(self.errlog, "a")) if self.errlog else None
+                        kwargs = {"errlog": errlog} if errlog else {}
+                        read, write = await stack.enter_async_context(stdio_client(params, **kwargs))
+                    session = await stack.enter_async_context(ClientSession(read, write))
+                    await session.initialize()
+                listed = await session.list_tools()
+                self.tools = list(listed.tools)
+                self.session = session
+                if not self._ready.done():
+                    self._ready.set_result(None)
+                await self._stop.wait()
+        except BaseException as exc:  # noqa: BLE001 - reported to the waiter, the task just ends
+            if self._ready is not None and not self._ready.done():
+                self._ready.set_exception(RuntimeError(
+                    f"upstream MCP server {self.name!r} failed to start: {type(exc).__name__}: {exc}"))
+            elif not isinstance(exc, asyncio.CancelledError):
+                log.info("upstream %s ended: %r", self.name, exc)
+        finally:
+            self.session = None
+
+    @property
+    def alive(self) -> bool:
+        return self.session is not None and self._task is not None and not self._task.done()
+
+    async def close(self) -> None:
+        self._stop.set()
+        if self._task is not None:
+            try:
+                await asyncio.wait_for(asyncio.shield(self._task), 5)
+            except (TimeoutError, asyncio.TimeoutError):
+                self._task.cancel()
+                with contextlib.suppress(BaseException):
+                    await self._task
+            except BaseException:  # noqa: BLE001
+                pass
+        self.session = None
+
+
+class Upstreams:
+    """The tool router of one episode: name resolution, calls, conversion, the call log."""
+
+    def __init__(self, upstreams: Sequence[Upstream], *, heuristic: bool = True, call_timeout_s: float = 60.0):
+        self.upstreams = {u.name: u for u in upstreams}
+        self.heuristic = heuristic
+        self.call_timeout_s = call_timeout_s
+        self.catalogue: dict[str, ToolInfo] = {}
+        self.log: list[ToolCallRecord] = []
+        self._restarts: dict[str, asyncio.Task] = {}
+
+    async def start(self) -> None:
+        await asyncio.gather(*(u.start() for u in self.upstreams.values()))
+        self._build_catalogue()
+
+    def _build_catalogue(self) -> None:
+        counts: dict[str, int] = {}
+        for u in self.upstreams.values():
+            for t in u.tools:
+                counts[t.name] = counts.get(t.name, 0) + 1
+        catalogue = {}
+        for u in self.upstreams.values():
+            for t in u.tools:
+                name = t.name if counts[t.name] == 1 else f"{u.name}__{t.name}"
+                catalogue[name] = ToolInfo(name=name, upstream=u.name, remote_name=t.name,
+                                           description=t.description or "", input_schema=t.input_schema or {},
+                                           output_schema=t.output_schema)
+        self.catalogue = catalogue
+
+    def describe(self) -> list[dict[str, Any]]:
+        return [{"name": i.name, "description": i.description, "input_schema": i.input_schema,
+                 "output_schema": i.output_schema} for i in self.catalogue.values()]
+
+    def mcp_tools(self) -> list[Any]:
+        """The catalogue as MCP `Tool` objects under their episode names (for DTC exposure)."""
+        from mcp.types import Tool
+
+        return [Tool(name=i.name, description=i.description, input_schema=i.input_schema,
+                     output_schema=i.output_schema) for i in self.catalogue.values()]
+
+    async def call_raw(self, name: str, arguments: dict[str, Any]) -> tuple[ToolInfo, Any]:
+        """Call by episode name and return the raw MCP result (raises KeyError/RuntimeError)."""
+        info = self.catalogue[name]
+        upstream = self.upstreams[info.upstream]
+        if not upstream.alive:
+            await self._restart(upstream)
+        assert upstream.session is not None
+        result = await asyncio.wait_for(upstream.session.call_tool(info.remote_name, arguments),
+                                        self.call_timeout_s)
+        return info, result
+
+    async def call(self, name: str, arguments: Any, source: str = "program") -> CallOutcome:
+        t0, started = time.perf_counter(), time.time()
+        outcome = await self._call(name, arguments)
+        self.log.append(ToolCallRecord(
+            tool=name, arguments=arguments if isinstance(arguments, dict) else {"_invalid": repr(arguments)},
+            source=source, ok=outcome.ok, error=outcome.error, result_text=outcome.text if outcome.ok else
+            (outcome.text or outcome.error or ""), result_chars=len(outcome.text if outcome.ok else
+                                                                    (outcome.text or outcome.error or "")),
+            duration_s=time.perf_counter() - t0, started_at=started))
+        return outcome
+
+    async def _call(self, name: str, arguments: Any) -> CallOutcome:
+        if name not in self.catalogue:
+            return CallOutcome(ok=False, error_type="UnknownTool",
+                               error=f"unknown tool {name!r}; available tools: {', '.join(sorted(self.catalogue))}")
+        info = self.catalogue[name]
+        if not isinstance(arguments, dict):
+            return CallOutcome(ok=False, error_type="BadArguments",
+                               error=f"arguments for tool {name!r} must be an object of named arguments")
+        problem = check_arguments(info, arguments)
+        if problem:
+            return CallOutcome(ok=False, error_type="BadArguments", error=problem)
+        try:
+            _, result = await self.call_raw(name, arguments)
+        except (TimeoutError, asyncio.TimeoutError):
+            return CallOutcome(ok=False, error_type="ServerError",
+                               error=f"tool {name!r} did not answer within {self.call_timeout_s:.0f} s")
+        except Exception as exc:  # noqa: BLE001 - a broken server becomes an error the model can act on
+            upstream = self.upstreams[info.upstream]
+            message = getattr(getattr(exc, "error", None), "message", None) or str(exc) or type(exc).__name__
+            if not upstream.alive:
+                self._schedule_restart(upstream)
+                return CallOutcome(ok=False, error_type="ServerError",
+                                   error=f"tool server {upstream.name!r} stopped during the call to {name!r} "
+                                         f"({message}); it is being restarted — retry if the call is safe to repeat")
+            return CallOutcome(ok=False, error_type="ToolError", error=f"{name}: {message}")
+        return to_native(result, info, self.heuristic)
+
+    def _schedule_restart(self, upstream: Upstream) -> None:
+        if upstream.name not in self._restarts or self._restarts[upstream.name].done():
+            self._restarts[upstream.name] = asyncio.create_task(self._restart(upstream))
+
+    async def _restart(self, upstream: Upstream) -> None:
+        pending = self._restarts.get(upstream.name)
+        if pending is not None and not pending.done() and pending is not asyncio.current_task():
+            await pending
+            return
+        if upstream.alive:
+            return
+        log.warning("restarting upstream MCP server %s", upstream.name)
+        await upstream.close()
+        await upstream.start()
+
+    async def close(self) -> None:
+        for task in self._restarts.values():
+            task.cancel()
+        await asyncio.gather(*(u.close() for u in self.upstreams.values()), return_exceptions=True)

@@ -1,0 +1,33 @@
+"""The `progagent` command line. Each subcommand lives in the module that owns it."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="progagent", description="ProgAgent: programmatic tool calling, trained.")
+    parser.add_argument("-v", "--verbose", action="store_true")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    from envs.runtime import mcp_server
+    from launch import demo
+
+    p = sub.add_parser("mcp", help="serve the PTC runtime over MCP (stdio or streamable HTTP)")
+    mcp_server.add_arguments(p)
+    p.set_defaults(run=mcp_server.run)
+
+    p = sub.add_parser("demo", help="open a sandboxed episode over real MCP servers and show what a model sees")
+    demo.add_arguments(p)
+    p.set_defaults(run=demo.run)
+
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, stream=sys.stderr,
+                        format="%(levelname)s %(name)s: %(message)s")
+    return int(args.run(args) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
