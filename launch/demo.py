@@ -103,5 +103,7 @@ def run(args: argparse.Namespace) -> int:
     if shutil.which("bwrap") is None:
         print("error: bubblewrap (bwrap) is not installed; run scripts/install.sh", file=sys.stderr)
         return 2
-    asyncio.run(demo(Console()))
+    import uvloop
+
+    uvloop.run(demo(Console()))
     return 0

@@ -7,13 +7,16 @@
   see; `is_error` is true when the program raised, timed out or crashed the kernel.
 - `dtc` exposes the upstream tools directly (results passed through unchanged).
 - `hybrid` exposes both.
-Each client session gets its own episode (sandboxed kernel), opened on its first program; the
-upstream servers are started once and shared.
+One server process holds one episode (a sandboxed kernel, opened on the first program): MCP
+clients start one stdio server per conversation, which is one episode. (MCP 2.x requests carry no
+stable session object to key several episodes on; run one process per episode over HTTP too.)
+The upstream servers are started once with the process.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import contextlib
 import logging
 import sys
@@ -44,7 +47,8 @@ class RuntimeServer:
         self.workspace = workspace
         self.runtime: Runtime | None = None
         self.router: Upstreams | None = None
-        self.episodes: dict[int, Episode] = {}
+        self.episode_: Episode | None = None
+        self._opening = asyncio.Lock()
 
     @contextlib.asynccontextmanager
     async def lifespan(self, _server: Any) -> AsyncIterator[dict]:
@@ -55,8 +59,8 @@ class RuntimeServer:
             await self.router.start()
             yield {}
         finally:
-            for ep in list(self.episodes.values()):
-                await ep.close()
+            if self.episode_ is not None:
+                await self.episode_.close()
             await self.router.close()
             await self.runtime.close()
 
@@ -71,12 +75,12 @@ class RuntimeServer:
             exposed.extend(self.router.mcp_tools())
         return exposed
 
-    async def episode(self, session: Any) -> Episode:
-        key = id(session)
-        if key not in self.episodes:
-            assert self.runtime is not None
-            self.episodes[key] = await self.runtime.open_episode(router=self.router, workspace=self.workspace)
-        return self.episodes[key]
+    async def episode(self) -> Episode:
+        async with self._opening:
+            if self.episode_ is None:
+                assert self.runtime is not None
+                self.episode_ = await self.runtime.open_episode(router=self.router, workspace=self.workspace)
+        return self.episode_
 
     async def on_list_tools(self, ctx: Any, params: Any) -> ListToolsResult:
         return ListToolsResult(tools=self.tools())
@@ -88,7 +92,7 @@ class RuntimeServer:
             code = args.get("code")
             if not isinstance(code, str):
                 return _error("programmatic_tool_call needs one argument `code` (a string of Python source)")
-            result = await (await self.episode(ctx.session)).run_program(code)
+            result = await (await self.episode()).run_program(code)
             return CallToolResult(content=[TextContent(type="text", text=result.text)], is_error=result.is_error)
         if self.harness in ("dtc", "hybrid") and name in self.router.catalogue:
             try:
@@ -137,7 +141,7 @@ def run(args: argparse.Namespace) -> int:
             async with stdio_server() as (read, write):
                 await server.run(read, write, server.create_initialization_options())
 
-        anyio.run(main)
+        anyio.run(main, backend_options={"use_uvloop": True})
     else:
         import uvicorn
 

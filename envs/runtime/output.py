@@ -58,7 +58,7 @@ def render(result: ExecResult, max_chars: int, timeout_s: float, show_last_expre
     if result.error_name and not result.timed_out:
         tb = clean_traceback(result.traceback)
         last = f"{result.error_name}: {result.error_value}" if result.error_value else result.error_name
-        if not tb.endswith(last):
+        if not tb.rstrip().endswith(last.rstrip()) and not tb.rstrip().endswith(f"{last}:"):
             tb = f"{tb}\n{last}" if tb else last
         parts.append(tb)
     text = "\n".join(p.rstrip("\n") for p in parts if p)

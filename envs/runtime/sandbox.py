@@ -72,6 +72,7 @@ def bwrap_argv(kernel_dir: Path, tools_dir: Path, workspace: Path, extra_env: di
         "--ro-bind", str(tools_dir), IN_TOOLS_DIR,
         "--bind", str(workspace), IN_WORKSPACE,
         "--chdir", IN_WORKSPACE,
+        "--remount-ro", "/",  # the tmpfs root itself: nothing outside /workspace and /tmp is writable
     ]
     env = {
         "HOME": "/tmp",

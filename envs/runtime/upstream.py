@@ -8,11 +8,13 @@ Conversion of a result (`to_native`): structured content first (unwrapping the S
 `{"result": value}` wrapper for non-object returns), else the text parsed as JSON, else the text.
 
 Non-compliant servers (`looks_like_error`): some servers report failure only in text and never set
-`isError`. With the heuristic on (the default) a result without structured content whose text
-starts like an error ("Error: ...", "Traceback (most recent call last)", "Error executing tool",
-"failed: ..."), or whose JSON is an object carrying an `error`/`errors` entry or
-`"success"/"ok": false` or `"status": "error"`, raises ToolError like an `isError` result would.
-Switch it off with `RuntimeConfig.error_heuristic = False`.
+`isError`. With the heuristic on (the default) a result whose text starts like an error report
+("Error: ...", "ERR - ...", "Traceback (most recent call last)", "Error executing tool ...",
+"Failed to ... not found", "Could not ... missing", "Permission denied"), or whose text is a JSON
+object carrying an `error`/`errors` entry, `"isError": true`, `"success"/"ok": false` or
+`"status": "error"`, raises ToolError like an `isError` result would. Ordinary text that merely
+mentions errors ("Error count: 0" is caught only with a colon after "Error") may be misread; switch
+the heuristic off with `RuntimeConfig.error_heuristic = False` (`--no-error-heuristic`).
 """
 
 from __future__ import annotations
@@ -89,8 +91,15 @@ class CallOutcome(msgspec.Struct):
 
 
 _ERROR_TEXT = re.compile(
-    r"^\s*(error\b|err:|exception\b|traceback \(most recent call last\)|fatal\b|failed\b|failure\b|"
-    r"invalid (argument|input|parameter)s?\b|permission denied|not found:)",
+    r"^\s*(?:"
+    r"(?:error|err|exception|fatal)\s*[:!\-\]]"  # "Error: ...", "ERR: ...", "Exception - ..."
+    r"|traceback \(most recent call last\)"
+    r"|error executing tool\b"
+    r"|(?:unable to|could not|cannot|can't)\b"
+    r"|(?:error|failed|failure)\b[^\n]{0,200}?"
+    r"\b(?:not|no|invalid|denied|unable|cannot|could not|failed|missing|unknown|exist)\b"
+    r"|permission denied\b"
+    r")",
     re.IGNORECASE,
 )
 
@@ -149,13 +158,13 @@ def to_native(result: Any, info: ToolInfo | None, heuristic: bool) -> CallOutcom
     if result.is_error:
         return CallOutcome(ok=False, error=text or "the tool reported an error without a message",
                            error_type="ToolError", text=text)
+    if heuristic and looks_like_error(text):
+        return CallOutcome(ok=False, error=text.strip(), error_type="ToolError", text=text)
     if result.structured_content is not None:
         value = result.structured_content
         if _is_wrapped(info.output_schema if info else None, value):
             value = value["result"]
         return CallOutcome(ok=True, value=value, text=text)
-    if heuristic and looks_like_error(text):
-        return CallOutcome(ok=False, error=text.strip(), error_type="ToolError", text=text)
     texts = [c.text for c in result.content or [] if getattr(c, "type", None) == "text"]
     others = [c.model_dump(mode="json", exclude_none=True) for c in result.content or []
               if getattr(c, "type", None) != "text"]
@@ -170,6 +179,18 @@ def to_native(result: Any, info: ToolInfo | None, heuristic: bool) -> CallOutcom
     if not others and all(isinstance(v, str) for v in values):
         return CallOutcome(ok=True, value="\n".join(values), text=text)
     return CallOutcome(ok=True, value=values + others, text=text)
+
+
+def _connection_lost(exc: BaseException) -> bool:
+    """The server went away (process died, pipe closed), as opposed to a failing tool."""
+    import anyio
+    from mcp_types import CONNECTION_CLOSED
+
+    if isinstance(exc, anyio.ClosedResourceError | anyio.BrokenResourceError | anyio.EndOfStream | EOFError
+                  | BrokenPipeError | ConnectionError):
+        return True
+    error = getattr(exc, "error", None)
+    return getattr(error, "code", None) == CONNECTION_CLOSED
 
 
 def check_arguments(info: ToolInfo, args: dict[str, Any]) -> str | None:
@@ -351,7 +372,7 @@ class Upstreams:
         except Exception as exc:  # noqa: BLE001 - a broken server becomes an error the model can act on
             upstream = self.upstreams[info.upstream]
             message = getattr(getattr(exc, "error", None), "message", None) or str(exc) or type(exc).__name__
-            if not upstream.alive:
+            if _connection_lost(exc) or not upstream.alive:
                 self._schedule_restart(upstream)
                 return CallOutcome(ok=False, error_type="ServerError",
                                    error=f"tool server {upstream.name!r} stopped during the call to {name!r} "
@@ -367,8 +388,6 @@ class Upstreams:
         pending = self._restarts.get(upstream.name)
         if pending is not None and not pending.done() and pending is not asyncio.current_task():
             await pending
-            return
-        if upstream.alive:
             return
         log.warning("restarting upstream MCP server %s", upstream.name)
         await upstream.close()

@@ -1,0 +1,156 @@
+"""Benchmarks of the PTC runtime, printed as one JSON object (ratios computed in the same run).
+
+    .venv/bin/python -m bench.runtime_bench [--calls 200] [--episodes 24]
+
+- cold sandboxed kernel start vs warm-pool episode open (targets: warm open p50 <= 25 ms)
+- trivial program round trip
+- tool call from inside the kernel vs a direct MCP client call to the same server (target <= 1.2x)
+- episodes per minute with 8 concurrent episodes
+- memory per idle sandboxed kernel (RSS and USS)
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+from envs.runtime.config import RuntimeConfig
+from envs.runtime.episode import Runtime, Slot
+from envs.runtime.upstream import Upstream, Upstreams, UpstreamSpec
+
+FIXTURE = Path(__file__).resolve().parents[1] / "tests" / "servers" / "fixture_server.py"
+SPEC = UpstreamSpec("fx", [sys.executable, str(FIXTURE)])
+
+
+def pct(values: list[float], q: float) -> float:
+    values = sorted(values)
+    return values[min(len(values) - 1, int(q * len(values)))]
+
+
+def ms(values: list[float]) -> dict[str, float]:
+    return {"p50_ms": round(pct(values, 0.5) * 1000, 2), "p90_ms": round(pct(values, 0.9) * 1000, 2),
+            "mean_ms": round(statistics.mean(values) * 1000, 2), "n": len(values)}
+
+
+def memory_of(pids: list[int]) -> dict[str, float]:
+    rss = uss = 0
+    for pid in pids:
+        try:
+            for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+                key, _, rest = line.partition(":")
+                if key == "Rss":
+                    rss += int(rest.split()[0])
+                elif key in ("Private_Clean", "Private_Dirty"):
+                    uss += int(rest.split()[0])
+        except (FileNotFoundError, ProcessLookupError, PermissionError):
+            pass
+    return {"rss_mb": round(rss / 1024, 1), "uss_mb": round(uss / 1024, 1)}
+
+
+async def bench(args: argparse.Namespace) -> dict:
+    out: dict = {"host": {"cpus": __import__("os").cpu_count()}}
+    async with Runtime(RuntimeConfig(warm_pool=2)) as rt:
+        out["limits_mode"] = rt.limits_mode
+        router = Upstreams([Upstream(SPEC)])
+        await router.start()
+        try:
+            # cold start: a new sandboxed kernel, ready to run a program
+            cold = []
+            for _ in range(args.cold):
+                t0 = time.perf_counter()
+                slot = await Slot(rt.root, rt.config, rt.limits).start()
+                cold.append(time.perf_counter() - t0)
+                await slot.destroy()
+            # warm open: take a pooled kernel and attach the (already running) tool servers
+            warm = []
+            for _ in range(args.warm):
+                while rt._pool.qsize() < 1:  # measure the warm path only: wait for the refill
+                    await asyncio.sleep(0.05)
+                t0 = time.perf_counter()
+                ep = await rt.open_episode(router=router)
+                warm.append(time.perf_counter() - t0)
+                await ep.close()
+            out["cold_kernel_start"] = ms(cold)
+            out["warm_episode_open"] = ms(warm)
+            out["cold_over_warm_p50"] = round(pct(cold, 0.5) / pct(warm, 0.5), 1)
+
+            while rt._pool.qsize() < 1:
+                await asyncio.sleep(0.05)
+            ep = await rt.open_episode(router=router)
+            trips = []
+            for _ in range(args.calls):
+                t0 = time.perf_counter()
+                await ep.run_program("print(1)")
+                trips.append(time.perf_counter() - t0)
+            out["trivial_program_round_trip"] = ms(trips)
+
+            # in-kernel tool calls, timed inside the kernel
+            r = await ep.run_program(
+                "import time\ntools['add'](a=0, b=0)\nts = []\n"
+                f"for i in range({args.calls}):\n    t = time.perf_counter(); tools['add'](a=i, b=1)\n"
+                "    ts.append(time.perf_counter() - t)\nts.sort()\nprint(ts[len(ts)//2], sum(ts)/len(ts))")
+            kernel_p50, kernel_mean = map(float, r.text.split())
+            pids = ep.slot.kernel.limits.pids() if ep.slot.kernel.limits else []
+            out["idle_kernel_memory"] = memory_of(pids) | {"processes": len(pids)}
+            await ep.close()
+        finally:
+            await router.close()
+
+        # direct MCP client call to the same server, no runtime in between
+        params = StdioServerParameters(command=SPEC.command[0], args=SPEC.command[1:])
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            await session.call_tool("add", {"a": 0, "b": 0})
+            direct = []
+            for i in range(args.calls):
+                t0 = time.perf_counter()
+                await session.call_tool("add", {"a": i, "b": 1})
+                direct.append(time.perf_counter() - t0)
+        out["tool_call"] = {"in_kernel_p50_ms": round(kernel_p50 * 1000, 3),
+                            "in_kernel_mean_ms": round(kernel_mean * 1000, 3),
+                            "direct_client_p50_ms": round(pct(direct, 0.5) * 1000, 3),
+                            "in_kernel_over_direct_p50": round(kernel_p50 / pct(direct, 0.5), 2)}
+
+        # throughput: 8 concurrent episodes (own tool server each), 3 programs each
+        sem = asyncio.Semaphore(8)
+
+        async def one(i: int) -> None:
+            async with sem:
+                async with await rt.open_episode([SPEC]) as e:
+                    await e.run_program("rows = tools['rows'](n=50)")
+                    await e.run_program("total = sum(r['sq'] for r in rows)")
+                    await e.run_program("print(total, tools['add'](a=total, b=1))")
+
+        t0 = time.perf_counter()
+        await asyncio.gather(*(one(i) for i in range(args.episodes)))
+        elapsed = time.perf_counter() - t0
+        out["episodes_8_concurrent"] = {"episodes": args.episodes, "seconds": round(elapsed, 2),
+                                        "episodes_per_minute": round(args.episodes / elapsed * 60, 1),
+                                        "note": "each episode starts its own stdio tool server process"}
+    out["targets"] = {"warm_open_p50_le_25ms": out["warm_episode_open"]["p50_ms"] <= 25,
+                      "in_kernel_call_le_1.2x_direct": out["tool_call"]["in_kernel_over_direct_p50"] <= 1.2}
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--calls", type=int, default=200)
+    parser.add_argument("--cold", type=int, default=5)
+    parser.add_argument("--warm", type=int, default=20)
+    parser.add_argument("--episodes", type=int, default=24)
+    args = parser.parse_args()
+    import uvloop
+
+    print(json.dumps(uvloop.run(bench(args)), indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Install ProgAgent into .venv at the repository root, with the system packages it needs.
+# Idempotent: a second run only checks what is there. Set PROGAGENT_EXTRAS=dev,gpu to choose extras.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+extras="${PROGAGENT_EXTRAS:-dev}"
+
+need_apt=()
+command -v bwrap >/dev/null || need_apt+=(bubblewrap)
+command -v git >/dev/null || need_apt+=(git)
+command -v node >/dev/null || need_apt+=(nodejs)
+command -v npm >/dev/null || need_apt+=(npm)
+command -v prlimit >/dev/null || need_apt+=(util-linux)
+if [ ${#need_apt[@]} -gt 0 ]; then
+  echo "installing system packages: ${need_apt[*]}"
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}" >/dev/null
+fi
+
+[ -x .venv/bin/python ] || python3 -m venv .venv
+PY=.venv/bin/python
+stamp=.venv/.progagent-installed
+hash=$(cat pyproject.toml scripts/install.sh | sha256sum | cut -c1-16)-$extras
+if [ "$(cat $stamp 2>/dev/null)" != "$hash" ]; then
+  # torch first: on a CPU machine `torch==2.13.0` is a CPU wheel on disk; an unpinned torch would be
+  # a multi-GB CUDA build. A torch that is already installed (e.g. CUDA on a GPU node) is kept.
+  $PY -c "import torch" 2>/dev/null || $PY -m pip install -q "torch==${PROGAGENT_TORCH:-2.13.0}"
+  $PY -m pip install -q -e ".[${extras}]"
+  echo "$hash" > $stamp
+fi
+
+# the npm filesystem MCP server used by tests (node_modules kept under .mcp-servers/)
+if [[ ",$extras," == *",dev,"* ]] && [ ! -x .mcp-servers/node_modules/.bin/mcp-server-filesystem ]; then
+  npm install --silent --no-audit --no-fund --prefix .mcp-servers @modelcontextprotocol/server-filesystem >/dev/null
+fi
+echo "progagent installed in .venv ($($PY -c 'import torch; print("torch", torch.__version__)'))"

@@ -1,0 +1,44 @@
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from envs.runtime.config import RuntimeConfig
+from envs.runtime.episode import Runtime
+from envs.runtime.upstream import UpstreamSpec
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+FIXTURE_SERVER = ROOT / "tests" / "servers" / "fixture_server.py"
+NPM_FS = ROOT / ".mcp-servers" / "node_modules" / ".bin" / "mcp-server-filesystem"
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("WANDB_MODE", "disabled")
+
+if shutil.which("bwrap") is None:
+    pytest.exit("bubblewrap is not installed: run scripts/install.sh", returncode=2)
+
+
+def fixture_upstream(name: str = "fx") -> UpstreamSpec:
+    return UpstreamSpec(name, [sys.executable, str(FIXTURE_SERVER)])
+
+
+def time_upstream() -> UpstreamSpec:
+    return UpstreamSpec("time", [str(BIN / "mcp-server-time")])
+
+
+@pytest.fixture
+async def runtime():
+    rt = Runtime(RuntimeConfig(warm_pool=1, program_timeout_s=20, interrupt_grace_s=3))
+    await rt.start()
+    yield rt
+    await rt.close()
+
+
+@pytest.fixture
+async def episode(runtime):
+    ep = await runtime.open_episode([fixture_upstream()])
+    yield ep
+    await ep.close()

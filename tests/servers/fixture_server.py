@@ -1,0 +1,74 @@
+"""A small MCP server (mcp 2.x, stdio) with the behaviours the runtime must handle.
+
+Not a mock of the runtime: a real server process whose tools cover native returns (wrapped ints,
+lists, dicts, plain text), compliant errors (isError), a non-compliant server that reports
+failures only in text, a crash mid-call, large and slow results.
+"""
+
+import os
+import sys
+import time
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+
+server = MCPServer("fixture")
+RECORDS = {"a1": {"id": "a1", "owner": "Ada", "balance": 120}, "b2": {"id": "b2", "owner": "Bo", "balance": 7}}
+
+
+@server.tool()
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+@server.tool()
+def rows(n: int = 3) -> list[dict]:
+    """Return n rows."""
+    return [{"i": i, "sq": i * i} for i in range(n)]
+
+
+@server.tool()
+def get_record(record_id: str) -> dict:
+    """A record by id (compliant: unknown ids are reported with isError)."""
+    if record_id not in RECORDS:
+        raise ToolError(f"record {record_id!r} does not exist; known: {', '.join(RECORDS)}")
+    return RECORDS[record_id]
+
+
+@server.tool()
+def legacy_lookup(record_id: str) -> str:
+    """Non-compliant: reports a missing record only in its text, never with isError."""
+    if record_id not in RECORDS:
+        return f"Error: no record with id {record_id}"
+    return f"{RECORDS[record_id]['owner']} has {RECORDS[record_id]['balance']}"
+
+
+@server.tool()
+def note(text: str) -> str:
+    """Echo plain text."""
+    return text
+
+
+@server.tool()
+def big(chars: int) -> str:
+    """A large plain-text result."""
+    return "y" * chars
+
+
+@server.tool()
+def slow(seconds: float) -> str:
+    """Sleep, then answer."""
+    time.sleep(seconds)
+    return "done"
+
+
+@server.tool()
+def crash() -> str:
+    """Kill this server process in the middle of the call."""
+    sys.stderr.flush()
+    os._exit(3)
+
+
+if __name__ == "__main__":
+    server.run()

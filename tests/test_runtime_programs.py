@@ -1,0 +1,126 @@
+"""Programs in the persistent sandboxed kernel: state, native tool values, errors, output rules."""
+
+import pytest
+
+from envs.runtime.config import RuntimeConfig
+from envs.runtime.episode import Runtime
+from tests.conftest import fixture_upstream, time_upstream
+
+
+async def test_state_persists_and_only_prints_return(episode):
+    r = await episode.run_program("x = 41\nx + 1")
+    assert not r.is_error
+    assert r.text == "[no output: the program printed nothing]"  # last expression is not shown
+    r = await episode.run_program("print(x + 1)")
+    assert r.text == "42"
+
+
+async def test_tools_return_native_python_values(episode):
+    code = (
+        "a = tools['add'](a=2, b=3)\n"
+        "rows = tools['rows'](n=4)\n"
+        "rec = tools['get_record'](record_id='a1')\n"
+        "t = tools['note'](text='plain words')\n"
+        "print(type(a).__name__, a, type(rows).__name__, rows[3]['sq'], rec['owner'], repr(t))"
+    )
+    r = await episode.run_program(code)
+    assert r.text == "int 5 list 9 Ada 'plain words'", r.text
+    assert [c.tool for c in r.tool_calls] == ["add", "rows", "get_record", "note"]
+    assert all(c.ok and c.source == "program" for c in r.tool_calls)
+
+
+async def test_is_error_result_raises_tool_error_with_server_message(episode):
+    code = (
+        "try:\n    tools['get_record'](record_id='zz')\n"
+        "except ToolError as e:\n    print('caught:', e)"
+    )
+    r = await episode.run_program(code)
+    assert r.text == "caught: Error executing tool get_record: record 'zz' does not exist; known: a1, b2"
+    uncaught = await episode.run_program("tools['get_record'](record_id='zz')")
+    assert uncaught.is_error and uncaught.error_name == "ToolError"
+    assert uncaught.text.endswith("ToolError: Error executing tool get_record: record 'zz' does not exist; known: a1, b2")
+    assert "/opt/progagent" not in uncaught.text and "progagent_tools" not in uncaught.text
+    assert "\x1b[" not in uncaught.text
+
+
+async def test_error_heuristic_detects_text_only_failures(episode):
+    r = await episode.run_program(
+        "try:\n    tools['legacy_lookup'](record_id='nope')\nexcept ToolError as e:\n    print('detected', e)")
+    assert r.text == "detected Error: no record with id nope"
+    r = await episode.run_program("print(tools['legacy_lookup'](record_id='b2'))")
+    assert r.text == "Bo has 7"
+
+
+async def test_error_heuristic_can_be_switched_off():
+    async with Runtime(RuntimeConfig(warm_pool=0, error_heuristic=False)) as rt:
+        async with await rt.open_episode([fixture_upstream()]) as ep:
+            r = await ep.run_program("print(repr(tools['legacy_lookup'](record_id='nope')))")
+            assert r.text == "'Error: no record with id nope'"
+
+
+async def test_unknown_tool_and_wrong_arguments_are_actionable(episode):
+    r = await episode.run_program("tools['add_numbers'](a=1, b=2)")
+    assert r.is_error and "unknown tool 'add_numbers'; available tools:" in r.text and "add" in r.text
+    r = await episode.run_program("tools['add'](x=1)")
+    assert "missing required argument(s): a, b; unknown argument(s): x" in r.text
+    r = await episode.run_program("tools['add'](1, 2)")
+    assert "TypeError: call tools with keyword arguments" in r.text
+    r = await episode.run_program("print(tools['add']({'a': 1, 'b': 2}))")  # one dict of arguments is accepted
+    assert r.text == "3"
+    r = await episode.run_program("tools['add'](a='one', b=2)")
+    assert r.is_error and "ToolError" in r.text
+
+
+async def test_schemas_and_docs_are_discoverable_in_kernel(episode):
+    r = await episode.run_program("tools.help()")
+    assert "- add(a: integer, b: integer): Add two integers." in r.text
+    r = await episode.run_program("help(tools['get_record'])")
+    assert "record_id" in r.text and "compliant" in r.text
+    r = await episode.run_program("print(sorted(tools))")
+    assert "'crash'" in r.text and "'legacy_lookup'" in r.text
+
+
+async def test_large_output_is_cut_with_a_marker(episode):
+    r = await episode.run_program("print('z' * 1_000_000)")
+    assert len(r.text) < 51_000
+    assert r.text.startswith("z" * 1000)
+    assert "output cut: 950,001 of 1,000,001 characters not shown" in r.text
+    assert r.output_chars == 1_000_001
+    assert (await episode.run_program("print('fine')")).text == "fine"
+
+
+async def test_non_utf8_output_does_not_break_the_episode(episode):
+    r = await episode.run_program("import os\nos.write(1, b'bad \\xff\\xfe bytes\\n')\nprint('after')")
+    assert "bad" in r.text and "after" in r.text and "\ufffd" in r.text
+    assert (await episode.run_program("print('ok')")).text == "ok"
+
+
+async def test_third_party_server_through_kernel(runtime):
+    async with await runtime.open_episode([time_upstream()]) as ep:
+        r = await ep.run_program("t = tools['get_current_time'](timezone='UTC')\nprint(sorted(t))")
+        assert r.text == "['datetime', 'day_of_week', 'is_dst', 'timezone']"
+        r = await ep.run_program("tools['get_current_time'](timezone='Not/AZone')")
+        assert r.is_error and "Invalid timezone" in r.text
+
+
+async def test_direct_calls_and_call_log(episode):
+    d = await episode.call_tool("rows", {"n": 2})
+    assert not d.is_error and '"sq": 1' in d.text
+    d = await episode.call_tool("rows", {"m": 2})
+    assert d.is_error and d.text.startswith("Error: bad arguments for tool 'rows'")
+    d = await episode.call_tool("nope", {})
+    assert d.is_error and "available tools" in d.text
+    d = await episode.call_tool("get_record", "not-a-dict")
+    assert d.is_error and "object of named arguments" in d.text
+    sources = [c.source for c in episode.call_log]
+    assert sources == ["direct"] * 4
+    assert episode.call_log[0].result_chars == len(episode.call_log[0].result_text) > 0
+
+
+@pytest.mark.parametrize("clash", [True])
+async def test_name_clash_prefixes_with_upstream_name(runtime, clash):
+    async with await runtime.open_episode([fixture_upstream("one"), fixture_upstream("two")]) as ep:
+        names = {t["name"] for t in ep.tools()}
+        assert "one__add" in names and "two__add" in names and "add" not in names
+        r = await ep.run_program("print(tools['two__add'](a=1, b=1))")
+        assert r.text == "2"
