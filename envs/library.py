@@ -137,9 +137,10 @@ class Task:
                 for n in ("instruction.md", "tools.py", "verify.py")}
 
 
-def load_task(folder: str | Path) -> Task:
+def load_task(folder: str | Path, required: tuple[str, ...] = REQUIRED_FILES) -> Task:
+    """Decode a task folder. `required` is narrower where only part of a task travels (Harbor)."""
     folder = Path(folder)
-    for name in REQUIRED_FILES:
+    for name in required:
         if not (folder / name).is_file():
             raise TaskLoadError(f"{folder / name}: required file is missing")
     toml_path = folder / "task.toml"

@@ -13,7 +13,7 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
 
     from envs.runtime import mcp_server
-    from launch import demo
+    from launch import demo, tasks_cli
 
     p = sub.add_parser("mcp", help="serve the PTC runtime over MCP (stdio or streamable HTTP)")
     mcp_server.add_arguments(p)
@@ -22,6 +22,10 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("demo", help="open a sandboxed episode over real MCP servers and show what a model sees")
     demo.add_arguments(p)
     p.set_defaults(run=demo.run)
+
+    p = sub.add_parser("tasks", help="the task library: list, show, build, validate, export, context report")
+    tasks_cli.add_arguments(p)
+    p.set_defaults(run=tasks_cli.run)
 
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, stream=sys.stderr,

@@ -1,0 +1,191 @@
+"""`progagent tasks export-harbor TASK --scale vN OUT`: a task at one scale as a Harbor task.
+
+    OUT/task.toml          [metadata] [verifier] [agent] [environment] + [[environment.mcp_servers]]
+    OUT/instruction.md     the instruction, plus where the final answer goes (/app/answer.txt)
+    OUT/environment/       Dockerfile; env/ (db.sqlite + workspace/ at this scale); progagent/ (the
+                           task's tool server: envs.taskkit/library/task_server + task.toml, tools.py)
+    OUT/tests/test.sh      rebuilds the initial state, runs verify.py, writes /logs/verifier/reward.json
+    OUT/solution/solve.sh  runs the oracle program against the task's MCP server
+
+What the agent's container holds is the environment/ folder only: the verifier and the oracle live
+in tests/ and solution/, which Harbor uploads after (or instead of) the agent.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from envs.library import Task, copy_environment
+
+ANSWER_PATH = "/app/answer.txt"
+ENV_ROOT = "/app/env"
+PKG_ROOT = "/opt/progagent"
+_ENVS = Path(__file__).resolve().parent
+_KIT = ("__init__.py", "taskkit.py", "library.py", "task_server.py")
+
+DOCKERFILE = f"""\
+FROM python:3.11-slim
+RUN pip install --no-cache-dir "mcp>=2.3,<3" "msgspec>=0.19"
+COPY progagent/ {PKG_ROOT}/
+COPY env/ {ENV_ROOT}/
+ENV PYTHONPATH={PKG_ROOT}
+WORKDIR /app
+"""
+
+TEST_SH = f"""\
+#!/usr/bin/env bash
+# Verifier: rebuild the initial state of this scale, check the final state and the answer.
+set -u
+mkdir -p /logs/verifier
+cd /tests && PYTHONPATH=/tests/progagent python3 run_verifier.py --final {ENV_ROOT} --answer {ANSWER_PATH} \\
+  --out /logs/verifier/reward.json || echo '{{"reward": 0}}' > /logs/verifier/reward.json
+"""
+
+RUN_VERIFIER = '''\
+"""Score the final state: writes a flat JSON of numbers (reward, score, one entry per criterion)."""
+import argparse, json, tempfile
+from pathlib import Path
+from envs.library import load_task
+
+p = argparse.ArgumentParser()
+p.add_argument("--final"); p.add_argument("--answer"); p.add_argument("--out")
+a = p.parse_args()
+meta = json.loads(Path("export.json").read_text())
+task = load_task(Path("task"), required=("task.toml", "tools.py", "data.py", "verify.py"))
+answer = Path(a.answer).read_text() if Path(a.answer).exists() else ""
+with tempfile.TemporaryDirectory() as tmp:
+    task.build(Path(tmp), meta["scale"])
+    criteria = task.verify(Path(a.final), Path(tmp), answer, meta["scale"])
+passed = sum(criteria.values())
+result = {"reward": float(passed == len(criteria)), "score": passed / len(criteria)}
+result.update({f"criterion_{k}": float(v) for k, v in criteria.items()})
+Path(a.out).write_text(json.dumps(result))
+print(json.dumps(result))
+'''
+
+SOLVE_SH = """\
+#!/usr/bin/env bash
+set -eu
+python3 /solution/solve.py
+"""
+
+SOLVE_PY = f'''\
+"""Run the oracle program with `tools` backed by the task's MCP server; write the final answer."""
+import asyncio, json, sys
+from pathlib import Path
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+
+class ToolError(Exception):
+    pass
+
+
+async def main():
+    params = StdioServerParameters(command=sys.executable, args=["-m", "envs.task_server", "--task",
+                                   "{PKG_ROOT}/task", "--root", "{ENV_ROOT}"], env={{"PYTHONPATH": "{PKG_ROOT}"}})
+    async with stdio_client(params) as (r, w), ClientSession(r, w) as session:
+        await session.initialize()
+        loop = asyncio.get_running_loop()
+
+        def make(name):
+            def call(**kw):
+                res = asyncio.run_coroutine_threadsafe(session.call_tool(name, kw), loop).result()
+                text = "\\n".join(c.text for c in res.content if c.type == "text")
+                if res.is_error:
+                    raise ToolError(text)
+                if res.structured_content is not None:
+                    sc = res.structured_content
+                    return sc["result"] if set(sc) == {{"result"}} else sc
+                try:
+                    return json.loads(text)
+                except ValueError:
+                    return text
+            return call
+
+        names = [t.name for t in (await session.list_tools()).tools]
+        ns = {{"tools": {{n: make(n) for n in names}}, "ToolError": ToolError, "__name__": "__main__"}}
+        source = Path("/solution/oracle.py").read_text()
+        await asyncio.to_thread(exec, compile(source, "oracle.py", "exec"), ns)
+        Path("{ANSWER_PATH}").write_text(str(ns.get("final_answer", "")))
+
+
+asyncio.run(main())
+'''
+
+
+def task_toml(task: Task, scale: str) -> str:
+    return f"""\
+version = "1.0"
+
+[metadata]
+author_name = "ProgAgent"
+category = "{task.spec.domain}"
+tags = ["progagent", "mcp", "{task.spec.domain}", "scale-{scale}"]
+progagent_task = "{task.id}"
+progagent_scale = "{scale}"
+title = {json.dumps(task.spec.title)}
+
+[verifier]
+timeout_sec = 120.0
+
+[agent]
+timeout_sec = 1800.0
+
+[environment]
+build_timeout_sec = 600.0
+cpus = 1
+memory_mb = 2048
+allow_internet = false
+
+[[environment.mcp_servers]]
+name = "task"
+transport = "stdio"
+command = "python3"
+args = ["-m", "envs.task_server", "--task", "{PKG_ROOT}/task", "--root", "{ENV_ROOT}"]
+"""
+
+
+def _copy_kit(dst: Path) -> None:
+    (dst / "envs").mkdir(parents=True, exist_ok=True)
+    for name in _KIT:
+        shutil.copy2(_ENVS / name, dst / "envs" / name)
+
+
+def export_harbor(task: Task, scale: str, out: str | Path) -> Path:
+    out = Path(out)
+    if out.exists() and any(out.iterdir()):
+        raise FileExistsError(f"{out} exists and is not empty")
+    task.scale(scale)  # validates the name
+    env_dir, tests, solution = out / "environment", out / "tests", out / "solution"
+    # environment: what the agent's container holds (no verifier, no oracle)
+    with __import__("tempfile").TemporaryDirectory() as tmp:
+        task.build(Path(tmp), scale)
+        copy_environment(Path(tmp), env_dir / "env")
+    _copy_kit(env_dir / "progagent")
+    (env_dir / "progagent" / "task").mkdir()
+    for name in ("task.toml", "tools.py"):
+        shutil.copy2(task.dir / name, env_dir / "progagent" / "task" / name)
+    (env_dir / "Dockerfile").write_text(DOCKERFILE)
+    # tests: the verifier and what it needs to rebuild the initial state
+    _copy_kit(tests / "progagent")
+    (tests / "task").mkdir(parents=True)
+    for name in ("task.toml", "tools.py", "data.py", "verify.py", "instruction.md"):
+        shutil.copy2(task.dir / name, tests / "task" / name)
+    (tests / "export.json").write_text(json.dumps({"task": task.id, "scale": scale}))
+    (tests / "run_verifier.py").write_text(RUN_VERIFIER)
+    (tests / "test.sh").write_text(TEST_SH)
+    # solution: the oracle
+    solution.mkdir()
+    shutil.copy2(task.dir / "oracle.py", solution / "oracle.py")
+    (solution / "solve.py").write_text(SOLVE_PY)
+    (solution / "solve.sh").write_text(SOLVE_SH)
+    for script in (tests / "test.sh", solution / "solve.sh"):
+        script.chmod(0o755)
+    (out / "task.toml").write_text(task_toml(task, scale))
+    (out / "instruction.md").write_text(
+        task.instruction.rstrip() + f"\n\nThe task's tools are served by the MCP server `task`. When you are done, "
+        f"write your final answer (including the ANSWER line) to `{ANSWER_PATH}`.\n")
+    return out

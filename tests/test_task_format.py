@@ -1,0 +1,168 @@
+"""The task loader and the task's MCP server, on small task folders written by the tests."""
+
+import json
+import sqlite3
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from mcp import Client, StdioServerParameters
+
+from envs.library import TaskLoadError, load_library, load_task
+from envs.task_server import build_server
+
+TOOLS = '''
+from envs.taskkit import Env, ToolError, page, tool
+
+
+@tool
+def list_items(env: Env, page_no: int = 1) -> dict:
+    """List items, 2 per page."""
+    return page(env.query("select id, name, qty from items order by id"), page_no, 2)
+
+
+@tool
+def set_qty(env: Env, item_id: int, qty: int) -> dict:
+    """Set an item's quantity."""
+    if qty < 0:
+        raise ToolError("qty must be >= 0")
+    cur = env.db.execute("update items set qty = ? where id = ?", (qty, item_id))
+    if cur.rowcount == 0:
+        raise ToolError(f"no item {item_id}")
+    return {"item_id": item_id, "qty": qty}
+
+
+@tool
+def explode(env: Env, item_id: int) -> dict:
+    """Writes, then fails with a bug (the write must be rolled back)."""
+    env.db.execute("update items set qty = 999 where id = ?", (item_id,))
+    return {"x": 1 / 0}
+
+
+@tool
+def read_file(env: Env, path: str) -> str:
+    """Read a workspace file."""
+    return env.file(path).read_text()
+
+
+@tool
+def count(env: Env) -> int:
+    """How many items."""
+    return env.query("select count(*) as n from items")[0]["n"]
+'''
+
+DATA = '''
+import sqlite3
+
+def build(root, scale, seed):
+    con = sqlite3.connect(root / "db.sqlite")
+    con.execute("create table items (id integer primary key, name text, qty integer)")
+    for i in range(scale.n_rows(3)):
+        con.execute("insert into items values (?, ?, ?)", (i + 1, f"item-{i + 1}", i))
+    con.commit(); con.close()
+    for i in range(scale.n_files(2)):
+        (root / "workspace" / f"note-{i}.md").write_text(f"note {i}")
+'''
+
+VERIFY = '''
+def verify(ctx):
+    qty = ctx.final.query("select qty from items where id = 1")[0]["qty"]
+    return {"item_1_set_to_5": qty == 5, "answer": "5" in ctx.answer}
+'''
+
+
+def write_task(root: Path, task_id: str = "demo_items", toml: str | None = None) -> Path:
+    folder = root / task_id
+    folder.mkdir(parents=True)
+    (folder / "task.toml").write_text(toml or textwrap.dedent(f'''\
+        id = "{task_id}"
+        domain = "inventory"
+        title = "Demo"
+        tools = ["list_items", "set_qty", "explode", "read_file", "count"]
+        seed = 1
+        '''))
+    (folder / "instruction.md").write_text("Set item 1 to 5.")
+    (folder / "data.py").write_text(DATA)
+    (folder / "tools.py").write_text(TOOLS)
+    (folder / "verify.py").write_text(VERIFY)
+    (folder / "oracle.py").write_text("tools['set_qty'](item_id=1, qty=5)\nfinal_answer = 'ANSWER: 5'\n")
+    return folder
+
+
+def test_broken_tasks_are_reported_by_file_and_field_and_do_not_hide_others(tmp_path):
+    write_task(tmp_path, "good_task")
+    write_task(tmp_path, "bad_type", toml='id = "bad_type"\ndomain = "x"\ntitle = "t"\ntools = "not-a-list"\n')
+    write_task(tmp_path, "missing_field", toml='id = "missing_field"\ndomain = "x"\ntools = []\n')
+    write_task(tmp_path, "bad_toml", toml='id = "bad_toml\n')
+    write_task(tmp_path, "wrong_id", toml='id = "other"\ndomain = "x"\ntitle = "t"\ntools = []\n')
+    (write_task(tmp_path, "no_verify") / "verify.py").unlink()
+    tasks, errors = load_library(tmp_path)
+    assert list(tasks) == ["good_task"]
+    assert "task.toml" in errors["bad_type"] and "$.tools" in errors["bad_type"]
+    assert "missing required field `title`" in errors["missing_field"]
+    assert "invalid TOML" in errors["bad_toml"]
+    assert "field 'id' is 'other'" in errors["wrong_id"]
+    assert errors["no_verify"].endswith("verify.py: required file is missing")
+
+
+def test_tools_must_match_task_toml(tmp_path):
+    folder = write_task(tmp_path, toml='id = "demo_items"\ndomain = "x"\ntitle = "t"\ntools = ["list_items", "ghost"]\n')
+    with pytest.raises(TaskLoadError, match=r"listed but missing: \['ghost'\]"):
+        load_task(folder).tool_functions()
+
+
+async def test_task_server_schema_transactions_and_errors(tmp_path):
+    task = load_task(write_task(tmp_path))
+    env_root = tmp_path / "env"
+    task.build(env_root, "v1")
+    server = build_server(task, env_root)
+    async with Client(server) as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        assert set(tools) == set(task.spec.tools)
+        assert "env" not in tools["set_qty"].input_schema["properties"]
+        assert tools["set_qty"].input_schema["required"] == ["item_id", "qty"]
+        assert tools["list_items"].description == "List items, 2 per page."
+        r = await client.call_tool("list_items", {"page_no": 3})  # a bare `dict` return arrives as JSON text
+        listing = json.loads(r.content[0].text)
+        assert listing["items"][0]["id"] == 5 and listing["total"] == 6 and listing["next_page"] is None
+        r = await client.call_tool("set_qty", {"item_id": 2, "qty": -1})
+        assert r.is_error and r.content[0].text == "Error executing tool set_qty: qty must be >= 0"
+        r = await client.call_tool("explode", {"item_id": 3})
+        assert r.is_error and "explode failed: ZeroDivisionError" in r.content[0].text
+        r = await client.call_tool("set_qty", {"item_id": 2, "qty": 40})
+        assert not r.is_error
+        r = await client.call_tool("read_file", {"path": "../db.sqlite"})
+        assert r.is_error and "outside the workspace" in r.content[0].text
+        r = await client.call_tool("count", {})
+        assert r.structured_content == {"result": 6}
+    con = sqlite3.connect(env_root / "db.sqlite")
+    assert dict(con.execute("select id, qty from items").fetchall()) == {1: 0, 2: 40, 3: 2, 4: 3, 5: 4, 6: 5}
+
+
+async def test_task_server_over_stdio(tmp_path):
+    task = load_task(write_task(tmp_path))
+    task.build(tmp_path / "env", "v0")
+    params = StdioServerParameters(command=sys.executable, args=["-m", "envs.task_server", "--task", str(task.dir),
+                                                                "--root", str(tmp_path / "env")])
+    async with Client(params) as client:
+        r = await client.call_tool("set_qty", {"item_id": 1, "qty": 5})
+        assert not r.is_error
+    assert sqlite3.connect(tmp_path / "env" / "db.sqlite").execute("select qty from items where id=1").fetchone() == (5,)
+
+
+async def test_oracle_through_sandbox_and_judge(tmp_path, runtime):
+    from envs.task_env import EnvironmentCache
+    from envs.validate import run_solution
+
+    task = load_task(write_task(tmp_path))
+    cache = EnvironmentCache(tmp_path / "cache")
+    for transport in ("inprocess", "stdio"):
+        run = await run_solution(runtime, task, "v2", cache, task.oracle_source, transport=transport)
+        assert run.verdict.reward == 1.0 and run.answer == "ANSWER: 5", run
+        assert [c.tool for c in run.calls] == ["set_qty"]
+    run = await run_solution(runtime, task, "v0", cache, "final_answer = 'ANSWER: 4'")
+    assert run.verdict.reward == 0.0 and run.verdict.score == 0.0
+    # the sandbox sees the workspace, not the database nor the task folder
+    ep_run = await run_solution(runtime, task, "v0", cache, "import os\nfinal_answer = str(sorted(os.listdir('.')))")
+    assert ep_run.answer == "['note-0.md', 'note-1.md']"
