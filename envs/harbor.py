@@ -53,7 +53,7 @@ p = argparse.ArgumentParser()
 p.add_argument("--final"); p.add_argument("--answer"); p.add_argument("--out")
 a = p.parse_args()
 meta = json.loads(Path("export.json").read_text())
-task = load_task(Path("task"), required=("task.toml", "tools.py", "data.py", "verify.py"))
+task = load_task(Path("tasks") / meta["task"], required=("task.toml", "tools.py", "data.py", "verify.py"))
 answer = Path(a.answer).read_text() if Path(a.answer).exists() else ""
 with tempfile.TemporaryDirectory() as tmp:
     task.build(Path(tmp), meta["scale"])
@@ -73,8 +73,13 @@ python3 /solution/solve.py
 
 SOLVE_PY = f'''\
 """Run the oracle program with `tools` backed by the task's MCP server; write the final answer."""
-import asyncio, json, sys
+import asyncio, json, os, sys
 from pathlib import Path
+
+PKG = os.environ.get("PROGAGENT_PKG_ROOT", "{PKG_ROOT}")
+ENV = os.environ.get("PROGAGENT_ENV_ROOT", "{ENV_ROOT}")
+ANSWER = os.environ.get("PROGAGENT_ANSWER", "{ANSWER_PATH}")
+HERE = Path(__file__).resolve().parent
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
@@ -84,8 +89,9 @@ class ToolError(Exception):
 
 
 async def main():
+    task_dir = next(Path(PKG, "tasks").iterdir())
     params = StdioServerParameters(command=sys.executable, args=["-m", "envs.task_server", "--task",
-                                   "{PKG_ROOT}/task", "--root", "{ENV_ROOT}"], env={{"PYTHONPATH": "{PKG_ROOT}"}})
+                                   str(task_dir), "--root", ENV], env={{"PYTHONPATH": PKG}})
     async with stdio_client(params) as (r, w), ClientSession(r, w) as session:
         await session.initialize()
         loop = asyncio.get_running_loop()
@@ -107,9 +113,9 @@ async def main():
 
         names = [t.name for t in (await session.list_tools()).tools]
         ns = {{"tools": {{n: make(n) for n in names}}, "ToolError": ToolError, "__name__": "__main__"}}
-        source = Path("/solution/oracle.py").read_text()
+        source = (HERE / "oracle.py").read_text()
         await asyncio.to_thread(exec, compile(source, "oracle.py", "exec"), ns)
-        Path("{ANSWER_PATH}").write_text(str(ns.get("final_answer", "")))
+        Path(ANSWER).write_text(str(ns.get("final_answer", "")))
 
 
 asyncio.run(main())
@@ -144,7 +150,7 @@ allow_internet = false
 name = "task"
 transport = "stdio"
 command = "python3"
-args = ["-m", "envs.task_server", "--task", "{PKG_ROOT}/task", "--root", "{ENV_ROOT}"]
+args = ["-m", "envs.task_server", "--task", "{PKG_ROOT}/tasks/{task.id}", "--root", "{ENV_ROOT}"]
 """
 
 
@@ -165,15 +171,15 @@ def export_harbor(task: Task, scale: str, out: str | Path) -> Path:
         task.build(Path(tmp), scale)
         copy_environment(Path(tmp), env_dir / "env")
     _copy_kit(env_dir / "progagent")
-    (env_dir / "progagent" / "task").mkdir()
+    (env_dir / "progagent" / "tasks" / task.id).mkdir(parents=True)
     for name in ("task.toml", "tools.py"):
-        shutil.copy2(task.dir / name, env_dir / "progagent" / "task" / name)
+        shutil.copy2(task.dir / name, env_dir / "progagent" / "tasks" / task.id / name)
     (env_dir / "Dockerfile").write_text(DOCKERFILE)
     # tests: the verifier and what it needs to rebuild the initial state
     _copy_kit(tests / "progagent")
-    (tests / "task").mkdir(parents=True)
+    (tests / "tasks" / task.id).mkdir(parents=True)
     for name in ("task.toml", "tools.py", "data.py", "verify.py", "instruction.md"):
-        shutil.copy2(task.dir / name, tests / "task" / name)
+        shutil.copy2(task.dir / name, tests / "tasks" / task.id / name)
     (tests / "export.json").write_text(json.dumps({"task": task.id, "scale": scale}))
     (tests / "run_verifier.py").write_text(RUN_VERIFIER)
     (tests / "test.sh").write_text(TEST_SH)

@@ -72,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     if not (root / "db.sqlite").exists():
         print(f"error: {root / 'db.sqlite'} does not exist; build the environment first", file=sys.stderr)
         return 2
-    build_server(load_task(args.task), root).run()
+    build_server(load_task(args.task, required=("task.toml", "tools.py")), root).run()
     return 0
 
 

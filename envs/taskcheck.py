@@ -111,7 +111,7 @@ def env_stats(root: Path) -> dict[str, Any]:
             "files": len(files), "file_bytes": sum(p.stat().st_size for p in files)}
 
 
-def check_task(task: Task, scales: list[str] = list(SCALE_NAMES)) -> dict[str, Any]:
+def check_task(task: Task, scales: tuple[str, ...] = SCALE_NAMES) -> dict[str, Any]:
     """Every check the validator makes, in process. Returns a report; `ok` says if all passed."""
     report: dict[str, Any] = {"task": task.id, "scales": {}, "problems": []}
     problems = report["problems"]
@@ -179,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
     except TaskLoadError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    report = check_task(task, args.scales.split(","))
+    report = check_task(task, tuple(args.scales.split(",")))
     print(json.dumps(report, indent=1, default=str))
     return 0 if report["ok"] else 1
 

@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
-
 from mcp.server.mcpserver.exceptions import ToolError
 
 __all__ = [

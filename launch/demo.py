@@ -9,7 +9,6 @@ the context under direct tool calling.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import shutil
 import subprocess
 import sys

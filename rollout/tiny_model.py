@@ -92,8 +92,9 @@ def train_tokenizer(texts: list[str], vocab_size: int):
     return fast
 
 
-def build_tiny(out: str | Path | None = None, cfg: TinyConfig = TinyConfig(), with_model: bool = True) -> Path:
+def build_tiny(out: str | Path | None = None, cfg: TinyConfig | None = None, with_model: bool = True) -> Path:
     """Build (or reuse) the tokenizer and model; returns the Hugging Face folder."""
+    cfg = cfg or TinyConfig()
     texts = corpus_texts()
     fp = _fingerprint(texts, cfg)
     out = Path(out) if out else DEFAULT_CACHE / f"tiny-{fp}"

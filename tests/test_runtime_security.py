@@ -94,13 +94,13 @@ async def test_no_network_not_even_host_loopback(episode):
     try:
         code = (
             "import socket\n"
-            "for addr in [('127.0.0.1', %d), ('1.1.1.1', 53)]:\n"
+            f"for addr in [('127.0.0.1', {port}), ('1.1.1.1', 53)]:\n"
             "    s = socket.socket(); s.settimeout(2)\n"
             "    try:\n"
             "        s.connect(addr); print('CONNECTED', addr)\n"
             "    except OSError as e:\n"
             "        print('blocked', type(e).__name__)\n"
-        ) % port
+        )
         r = await episode.run_program(code)
         assert "CONNECTED" not in r.text and r.text.count("blocked") == 2, r.text
     finally:

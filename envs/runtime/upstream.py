@@ -282,7 +282,7 @@ class Upstream:
         if self._task is not None:
             try:
                 await asyncio.wait_for(asyncio.shield(self._task), 5)
-            except (TimeoutError, asyncio.TimeoutError):
+            except TimeoutError:
                 self._task.cancel()
                 with contextlib.suppress(BaseException):
                     await self._task
@@ -366,7 +366,7 @@ class Upstreams:
             return CallOutcome(ok=False, error_type="BadArguments", error=problem)
         try:
             _, result = await self.call_raw(name, arguments)
-        except (TimeoutError, asyncio.TimeoutError):
+        except TimeoutError:
             return CallOutcome(ok=False, error_type="ServerError",
                                error=f"tool {name!r} did not answer within {self.call_timeout_s:.0f} s")
         except Exception as exc:  # noqa: BLE001 - a broken server becomes an error the model can act on
