@@ -1,0 +1,1 @@
+"""Generator backends behind one interface (rollout/generators/base.py)."""

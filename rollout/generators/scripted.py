@@ -1,0 +1,48 @@
+"""A generator that replays given replies as token ids: the oracle teacher, and forced decoding.
+
+Each call to `generate` returns the next reply, tokenised and closed with the end token, so a
+scripted conversation goes through the same agent loop, parser, runtime and token accounting as a
+sampled one. With `scorer` (an HFGenerator) the log-probs are the scoring model's, computed by a
+forward pass over prompt + reply; otherwise they are 0.0 (SFT data needs none).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from rollout.generators.base import GeneratorError
+from rollout.types import Generation, SamplingParams
+
+
+class ScriptedGenerator:
+    def __init__(self, tokenizer: Any, replies: list[str], scorer: Any = None):
+        self.tokenizer = tokenizer
+        self.replies = list(replies)
+        self.scorer = scorer
+        self.policy_version = 0
+        self.end_id = tokenizer.convert_tokens_to_ids("<|im_end|>")
+
+    async def generate(self, prompt_token_ids: list[int], sampling: SamplingParams) -> Generation:
+        if not self.replies:
+            raise GeneratorError("the script has no more replies")
+        ids = self.tokenizer.encode(self.replies.pop(0), add_special_tokens=False) + [self.end_id]
+        finish = "stop"
+        if len(ids) > sampling.max_new_tokens:
+            ids, finish = ids[: sampling.max_new_tokens], "length"
+        logprobs = [0.0] * len(ids)
+        if self.scorer is not None:
+            model = self.scorer.model
+            with torch.no_grad():
+                full = torch.tensor([list(prompt_token_ids) + ids])
+                logits = model(full).logits[0, len(prompt_token_ids) - 1: -1].float()
+                temp = sampling.temperature if sampling.temperature > 0 else 1.0
+                logprobs = torch.log_softmax(logits / temp, -1).gather(1, torch.tensor(ids)[:, None])[:, 0].tolist()
+        return Generation(token_ids=ids, logprobs=logprobs, finish_reason=finish, policy_version=self.policy_version)
+
+    async def load_weights(self, version: int, weights: dict[str, Any]) -> None:
+        self.policy_version = version
+
+    async def close(self) -> None:
+        return None

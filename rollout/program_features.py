@@ -1,0 +1,45 @@
+"""Structure of the programs a model writes (the paper's Table 5 and its "DTC-like" programs).
+
+A program is DTC-like when it makes exactly one tool call and uses no control flow: no loop,
+conditional, try/except, comprehension or function definition — a JSON call dressed as code.
+"""
+
+from __future__ import annotations
+
+import ast
+
+FEATURES = ("loops", "conditionals", "try_except", "comprehensions", "function_defs", "tool_calls")
+
+
+def _is_tool_call(node: ast.Call) -> bool:
+    """`tools["x"](...)` or `tools.get("x")(...)`."""
+    func = node.func
+    if isinstance(func, ast.Subscript) and isinstance(func.value, ast.Name) and func.value.id == "tools":
+        return True
+    return (isinstance(func, ast.Call) and isinstance(func.func, ast.Attribute)
+            and isinstance(func.func.value, ast.Name) and func.func.value.id == "tools")
+
+
+def program_features(code: str) -> dict[str, int]:
+    """Counts of each structure; `syntax_error` = 1 when the program does not parse."""
+    counts = dict.fromkeys(FEATURES, 0)
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return counts | {"syntax_error": 1, "dtc_like": 0}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.For | ast.While | ast.AsyncFor):
+            counts["loops"] += 1
+        elif isinstance(node, ast.If | ast.IfExp):
+            counts["conditionals"] += 1
+        elif isinstance(node, ast.Try | ast.TryStar):
+            counts["try_except"] += 1
+        elif isinstance(node, ast.ListComp | ast.SetComp | ast.DictComp | ast.GeneratorExp):
+            counts["comprehensions"] += 1
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            counts["function_defs"] += 1
+        elif isinstance(node, ast.Call) and _is_tool_call(node):
+            counts["tool_calls"] += 1
+    control = counts["loops"] + counts["conditionals"] + counts["try_except"] + counts["comprehensions"] \
+        + counts["function_defs"]
+    return counts | {"syntax_error": 0, "dtc_like": int(counts["tool_calls"] == 1 and control == 0)}

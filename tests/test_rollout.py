@@ -1,0 +1,177 @@
+"""The agent loop on the tiny model, the real runtime and a real task, under all three harnesses."""
+
+import math
+
+import pytest
+from transformers import AutoTokenizer
+
+from envs.library import get_task
+from envs.task_env import EnvironmentCache, open_task_episode
+from rollout.agent_loop import ChatRenderer, LoopLimits, run_agent
+from rollout.generators.hf import HFGenerator
+from rollout.generators.scripted import ScriptedGenerator
+from rollout.harness import Harness
+from rollout.parser import parse_turn
+from rollout.program_features import program_features
+from rollout.teacher import call_text, oracle_trajectory
+from rollout.tiny_model import build_tiny
+from rollout.types import SamplingParams
+
+TASK = "retail_clearance_markdown"
+
+
+@pytest.fixture(scope="session")
+def tiny_path(tmp_path_factory):
+    return build_tiny(tmp_path_factory.mktemp("tiny"))
+
+
+@pytest.fixture(scope="session")
+def tokenizer(tiny_path):
+    return AutoTokenizer.from_pretrained(tiny_path)
+
+
+@pytest.fixture(scope="session")
+def renderer(tokenizer):
+    return ChatRenderer(tokenizer)
+
+
+@pytest.fixture(scope="session")
+def cache(tmp_path_factory):
+    return EnvironmentCache(tmp_path_factory.mktemp("envcache"))
+
+
+def segments(traj):
+    """Runs of equal mask after the prompt: [(mask, ids), ...]."""
+    out, ids, mask = [], traj.token_ids[traj.prompt_len:], traj.loss_mask[traj.prompt_len:]
+    for i, m in zip(ids, mask, strict=True):
+        if out and out[-1][0] == m:
+            out[-1][1].append(i)
+        else:
+            out.append((m, [i]))
+    return out
+
+
+def assert_aligned(traj, renderer, harness, instruction, catalogue):
+    tok = renderer.tok
+    assert len(traj.token_ids) == len(traj.loss_mask) == len(traj.logprobs)
+    assert set(traj.loss_mask[: traj.prompt_len]) <= {0}
+    # the whole sequence is the rendered conversation of the raw assistant texts and observations
+    messages = [{"role": "system", "content": harness.system_prompt}, {"role": "user", "content": instruction}]
+    for turn in traj.turns:
+        messages.append({"role": "assistant", "content": turn.text})
+        messages += [{"role": "tool", "content": o} for o in turn.observations]
+    ended_on_turn = traj.termination in ("answer", "context_limit") and not traj.turns[-1].observations \
+        or traj.termination == "answer"
+    rendered = tok.apply_chat_template(messages, tools=harness.tools(catalogue), tokenize=False,
+                                       add_generation_prompt=not ended_on_turn)
+    text = tok.decode(traj.token_ids, skip_special_tokens=False)
+    if ended_on_turn:
+        text += renderer.turn_close(traj.turns[-1].finish_reason)
+    assert text == rendered
+    # model tokens are exactly the turns' generations, with behaviour log-probs; nothing else is trained
+    model_segments = [ids for m, ids in segments(traj) if m == 1]
+    assert len(model_segments) == len(traj.turns)
+    for ids, turn in zip(model_segments, traj.turns, strict=True):
+        assert len(ids) == turn.new_tokens
+        assert tok.decode(ids, skip_special_tokens=False).startswith(turn.text)
+    for lp, m in zip(traj.logprobs, traj.loss_mask, strict=True):
+        assert (lp <= 0.0 and math.isfinite(lp)) if m else lp == 0.0
+
+
+@pytest.mark.parametrize("harness_name", ["ptc", "dtc", "hybrid"])
+async def test_tiny_model_through_runtime_is_token_aligned(harness_name, tiny_path, renderer, runtime, cache):
+    task = get_task(TASK)
+    gen = HFGenerator(tiny_path)
+    harness = Harness(harness_name)
+    async with await open_task_episode(runtime, task, "v0", cache) as ep:
+        traj = await run_agent(gen, renderer, ep, harness, task.instruction, task_id=task.id, scale="v0",
+                               limits=LoopLimits(max_turns=3, max_new_tokens=24),
+                               sampling=SamplingParams(temperature=1.0, seed=0))
+        catalogue = ep.tools()
+    assert traj.termination in ("answer", "max_turns")
+    assert traj.metrics["turns"] == len(traj.turns) >= 1
+    assert any(t != 0.0 for t in traj.logprobs)
+    assert_aligned(traj, renderer, harness, task.instruction, catalogue)
+
+
+async def test_termination_reasons(tiny_path, renderer, runtime, cache):
+    task = get_task(TASK)
+    gen = HFGenerator(tiny_path)
+    harness = Harness("ptc")
+    async with await open_task_episode(runtime, task, "v0", cache) as ep:
+        # every reply is cut at 8 tokens: error observations until max_turns
+        traj = await run_agent(gen, renderer, ep, harness, task.instruction, task_id=task.id, scale="v0",
+                               limits=LoopLimits(max_turns=2, max_new_tokens=8),
+                               sampling=SamplingParams(temperature=0.0))
+        assert traj.termination == "max_turns" and len(traj.turns) == 2
+        assert all("cut at 8 tokens" in t.observations[0] for t in traj.turns)
+        assert traj.metrics["format_errors"] == 2
+        # a context budget that the prompt almost fills
+        scripted = ScriptedGenerator(renderer.tok, [call_text("programmatic_tool_call", {"code": "print('x' * 4000)"})])
+        prompt_len = len(renderer.prompt(harness.system_prompt, task.instruction, harness.tools(ep.tools()))[1])
+        traj = await run_agent(scripted, renderer, ep, harness, task.instruction, task_id=task.id, scale="v0",
+                               limits=LoopLimits(max_turns=5, max_context_tokens=prompt_len + 200))
+        assert traj.termination == "context_limit" and len(traj.turns) == 1
+        assert traj.token_ids[-1] == renderer.tok.convert_tokens_to_ids("<|im_end|>")
+        scripted = ScriptedGenerator(renderer.tok, ["All done.\nANSWER: 0; 0"])
+        traj = await run_agent(scripted, renderer, ep, harness, task.instruction, task_id=task.id, scale="v0")
+        assert traj.termination == "answer" and traj.final_answer == "All done.\nANSWER: 0; 0"
+        scripted = ScriptedGenerator(renderer.tok, [])
+        traj = await run_agent(scripted, renderer, ep, harness, task.instruction, task_id=task.id, scale="v0")
+        assert traj.termination == "generator_error" and traj.turns == []
+
+
+async def test_malformed_actions_become_error_observations(renderer, runtime, cache):
+    task = get_task(TASK)
+    bad = [
+        '<tool_call>\n{"name": "programmatic_tool_call", "arguments": {"code": "print(1)"\n</tool_call>',  # bad JSON
+        call_text("delete_everything", {}),                                  # unknown tool
+        call_text("programmatic_tool_call", {"program": "print(1)"}),         # wrong argument
+        call_text("programmatic_tool_call", {"code": "print('first')"})
+        + call_text("programmatic_tool_call", {"code": "print('second')"}),  # two calls
+        call_text("programmatic_tool_call", {"code": "print('ran')"}) + " and now the answer is 4",  # text after
+        "<tool_call>\n{\"name\": \"programmatic_tool_call\"",                # unclosed
+        call_text("programmatic_tool_call", {"code": "tools['set_price'](sku='nope', new_price=1)"}),  # tool error
+        "ANSWER: 0; 0",
+    ]
+    harness = Harness("ptc")
+    async with await open_task_episode(runtime, task, "v0", cache) as ep:
+        traj = await run_agent(ScriptedGenerator(renderer.tok, bad), renderer, ep, harness, task.instruction,
+                               task_id=task.id, scale="v0")
+        catalogue = ep.tools()
+    assert traj.termination == "answer" and len(traj.turns) == 8
+    obs = [t.observations for t in traj.turns[:7]]
+    assert "is not valid JSON" in obs[0][0]
+    assert "unknown tool 'delete_everything'" in obs[1][0] and "programmatic_tool_call" in obs[1][0]
+    assert "missing required argument(s) code; unknown argument(s) program" in obs[2][0]
+    assert obs[3][0] == "first" and "call 2 ('programmatic_tool_call') was not run" in obs[3][1]
+    assert obs[4][0] == "ran" and "text after </tool_call> is ignored" in obs[4][1]
+    assert "was not closed" in obs[5][0]
+    assert "ToolError" in obs[6][0]
+    assert traj.metrics["format_errors"] == 5  # JSON, unknown, arguments, second call, unclosed
+    assert traj.metrics["program_errors"] == 1
+    assert_aligned(traj, renderer, harness, task.instruction, catalogue)
+
+
+@pytest.mark.parametrize("harness_name", ["ptc", "dtc", "hybrid"])
+async def test_oracle_teacher_trajectories_pass(harness_name, renderer, runtime, cache):
+    task = get_task(TASK)
+    traj = await oracle_trajectory(runtime, task, "v0", harness_name, renderer, cache)
+    assert traj.termination == "answer" and traj.reward == 1.0, (traj.criteria, traj.final_answer)
+    if harness_name == "dtc":
+        assert traj.metrics["tool_calls_direct"] > 5 and traj.metrics["tool_calls_program"] == 0
+    else:
+        assert traj.metrics["tool_calls_program"] > 5 and traj.metrics["programs"] >= 2
+
+
+def test_parser_and_program_features():
+    tools = {"f": {"properties": {"a": {}}, "required": ["a"]}}
+    assert parse_turn("just an answer", tools).is_answer
+    assert parse_turn("<think>hmm <tool_call></think>done", tools).answer == "done"
+    p = parse_turn('<tool_call>{"name": "f", "arguments": "{\\"a\\": 1}"}</tool_call>', tools)
+    assert p.calls[0].arguments == {"a": 1} and not p.errors  # double-encoded arguments are accepted
+    f = program_features("r = tools['x'](a=1)\nprint(r)")
+    assert f["dtc_like"] == 1 and f["tool_calls"] == 1
+    f = program_features("out = [tools['x'](a=i) for i in range(3)]\ntry:\n    pass\nexcept ToolError:\n    pass")
+    assert f["dtc_like"] == 0 and f["comprehensions"] == 1 and f["try_except"] == 1
+    assert program_features("def (")["syntax_error"] == 1
