@@ -112,9 +112,18 @@ class Task:
         return {n: found[n] for n in listed}
 
     def build(self, root: str | Path, scale: str) -> Env:
-        """Write a fresh environment for `scale` into `root` (db.sqlite + workspace/)."""
+        """Write a fresh environment for `scale` into `root` (db.sqlite + workspace/).
+
+        Whatever was in root is cleared first (the workspace folder itself is kept: it may be
+        bound into a sandbox), so data.py always starts from an empty folder.
+        """
         root = Path(root)
-        (root / "workspace").mkdir(parents=True, exist_ok=True)
+        ws = root / "workspace"
+        ws.mkdir(parents=True, exist_ok=True)
+        for p in root.glob("db.sqlite*"):
+            p.unlink()
+        for p in ws.iterdir():
+            shutil.rmtree(p) if p.is_dir() and not p.is_symlink() else p.unlink()
         self.module("data").build(root, self.scale(scale), self.spec.seed)
         return Env(root)
 

@@ -13,7 +13,7 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
 
     from envs.runtime import mcp_server
-    from launch import demo, tasks_cli
+    from launch import demo, rollout_cli, tasks_cli
 
     p = sub.add_parser("mcp", help="serve the PTC runtime over MCP (stdio or streamable HTTP)")
     mcp_server.add_arguments(p)
@@ -26,6 +26,12 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("tasks", help="the task library: list, show, build, validate, export, context report")
     tasks_cli.add_arguments(p)
     p.set_defaults(run=tasks_cli.run)
+
+    p = sub.add_parser("model", help="build the tiny self-made model")
+    rollout_cli.add_model_arguments(p)
+
+    p = sub.add_parser("collect", help="collect teacher trajectories (SFT data) from the oracle or an API model")
+    rollout_cli.add_collect_arguments(p)
 
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, stream=sys.stderr,

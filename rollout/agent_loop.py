@@ -25,7 +25,7 @@ from rollout.generators.base import Generator, GeneratorError
 from rollout.harness import Harness
 from rollout.parser import parse_turn, strip_think
 from rollout.program_features import FEATURES, program_features
-from rollout.types import SamplingParams, Trajectory, Turn
+from rollout.types import Generation, SamplingParams, Trajectory, Turn
 
 
 class LoopLimits(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -99,6 +99,19 @@ def _metrics(turns: list[Turn], programs: list[str]) -> dict[str, float]:
     return m
 
 
+async def _generate(generator: Generator, renderer: ChatRenderer, ids: list[int], messages: list[dict[str, Any]],
+                    specs: list[dict[str, Any]], sampling: SamplingParams) -> Generation:
+    """Token backends get the exact ids; chat backends (API models) get the messages, and their text
+    reply is tokenised with the project tokenizer (zero log-probs: never used for RL updates)."""
+    if getattr(generator, "chat_api", False):
+        text, finish = await generator.generate_chat(messages, specs, sampling)
+        new = renderer.encode(text)[: sampling.max_new_tokens - 1]
+        end = renderer.tok.convert_tokens_to_ids(renderer.end_text)
+        return Generation(token_ids=new + [end] if finish == "stop" else new, logprobs=[0.0] * (len(new) + (finish == "stop")),
+                          finish_reason=finish, policy_version=generator.policy_version)
+    return await generator.generate(list(ids), sampling)
+
+
 async def run_agent(generator: Generator, renderer: ChatRenderer, episode: Episode, harness: Harness,
                     instruction: str, *, task_id: str, scale: str, group_id: str = "", sample_idx: int = 0,
                     limits: LoopLimits | None = None, sampling: SamplingParams | None = None) -> Trajectory:
@@ -108,6 +121,7 @@ async def run_agent(generator: Generator, renderer: ChatRenderer, episode: Episo
     specs = harness.tools(episode.tools())
     schemas = Harness.schemas(specs)
     _, ids = renderer.prompt(harness.system_prompt, instruction, specs)
+    messages = [{"role": "system", "content": harness.system_prompt}, {"role": "user", "content": instruction}]
     prompt_len = len(ids)
     mask, logprobs = [0] * prompt_len, [0.0] * prompt_len
     turns: list[Turn] = []
@@ -127,7 +141,8 @@ async def run_agent(generator: Generator, renderer: ChatRenderer, episode: Episo
             break
         t0 = time.perf_counter()
         try:
-            gen = await generator.generate(list(ids), msgspec.structs.replace(sampling, max_new_tokens=budget))
+            gen = await _generate(generator, renderer, ids, messages, specs,
+                                  msgspec.structs.replace(sampling, max_new_tokens=budget))
         except GeneratorError:
             termination = "generator_error"
             break
@@ -141,6 +156,7 @@ async def run_agent(generator: Generator, renderer: ChatRenderer, episode: Episo
         turn = Turn(action="answer", text=text, new_tokens=len(gen.token_ids), finish_reason=gen.finish_reason,
                     generate_s=gen_s, policy_version=gen.policy_version)
         turns.append(turn)
+        messages.append({"role": "assistant", "content": text})
         truncated = gen.finish_reason != "stop"
         if parsed.is_answer and not truncated:
             answer, termination = strip_think(text), "answer"
@@ -174,6 +190,7 @@ async def run_agent(generator: Generator, renderer: ChatRenderer, episode: Episo
             ("call" if turn.calls else "invalid")
         turn.execute_s = time.perf_counter() - t1
         turn.observations = observations
+        messages.extend({"role": "tool", "content": o} for o in observations)
         obs_ids = renderer.encode(renderer.turn_close(gen.finish_reason) + renderer.observation(observations))
         turn.observation_tokens = len(obs_ids)
         if len(ids) + len(obs_ids) >= limits.max_context_tokens:

@@ -78,3 +78,21 @@ async def oracle_trajectory(runtime: Runtime, task: Task, scale: str, harness: s
     traj.reward, traj.score, traj.criteria, traj.verifier_error = (verdict.reward, verdict.score, verdict.criteria,
                                                                   verdict.error)
     return traj
+
+
+async def generator_trajectory(runtime: Runtime, task: Task, scale: str, harness: str, renderer: ChatRenderer,
+                               cache: EnvironmentCache, generator: Any, limits: LoopLimits | None = None,
+                               sampling: SamplingParams | None = None, group_id: str = "",
+                               sample_idx: int = 0) -> Trajectory:
+    """One judged episode driven by any generator (a policy, or an API teacher)."""
+    episode = await open_task_episode(runtime, task, scale, cache)
+    try:
+        traj = await run_agent(generator, renderer, episode, Harness(harness), task.instruction, task_id=task.id,
+                               scale=scale, group_id=group_id or f"{task.id}-{scale}", sample_idx=sample_idx,
+                               limits=limits, sampling=sampling)
+        verdict = judge(task, scale, episode.final_state(), traj.final_answer, cache)
+    finally:
+        await episode.close()
+    traj.reward, traj.score, traj.criteria, traj.verifier_error = (verdict.reward, verdict.score, verdict.criteria,
+                                                                  verdict.error)
+    return traj

