@@ -57,9 +57,7 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    import uvloop
-
-    from envs.validate import validate
+    from envs.validate import validate_parallel
 
     if args.tasks:
         tasks, errors = [], {}
@@ -81,7 +79,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         for p in rep["problems"]:
             console.print(f"    [red]-[/] {p}")
 
-    reports = uvloop.run(validate(tasks, concurrency=args.concurrency, on_done=done))
+    reports = validate_parallel(tasks, args.processes, args.concurrency, on_done=done)
     for name, err in errors.items():
         console.print(f"[red]FAIL[/] {name}: {err}")
     failed = [r["task"] for r in reports if not r["ok"]] + list(errors)
@@ -134,7 +132,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     p.set_defaults(tasks_run=cmd_build)
     p = sub.add_parser("validate", help="prove each task's claims through the sandboxed runtime")
     p.add_argument("tasks", nargs="*")
-    p.add_argument("--concurrency", type=int, default=max(2, (os.cpu_count() or 2)))
+    p.add_argument("--processes", type=int, default=os.cpu_count() or 1, help="worker processes")
+    p.add_argument("--concurrency", type=int, default=2, help="tasks at once in each process")
     p.add_argument("--json", help="write the full report here")
     p.set_defaults(tasks_run=cmd_validate)
     p = sub.add_parser("export-harbor", help="write a task at one scale as a Harbor task")

@@ -1,0 +1,44 @@
+"""The shipped task library: its shape, and `progagent tasks validate` over all of it.
+
+Validation runs every oracle at v0–v3 through the sandboxed runtime and the task's MCP server, and
+proves each verifier rejects the untouched state and the task's wrong solutions (see envs/validate.py).
+"""
+
+import json
+import subprocess
+import sys
+from collections import Counter
+
+from envs.library import load_library
+from tests.conftest import BIN
+
+
+def test_library_shape():
+    tasks, errors = load_library()
+    assert errors == {}
+    assert len(tasks) >= 24
+    domains = Counter(t.spec.domain for t in tasks.values())
+    assert len(domains) >= 12 and max(domains.values()) <= 3
+    for task in tasks.values():
+        assert len(task.tool_functions()) >= 5, task.id
+        assert len(task.wrong_solutions()) >= 2, task.id
+        assert "ANSWER" in task.instruction, task.id
+        # tasks are not one template with names swapped: their tool sets differ
+    tool_sets = [tuple(sorted(t.spec.tools)) for t in tasks.values()]
+    assert len(set(tool_sets)) == len(tool_sets)
+
+
+def test_whole_library_validates(tmp_path):
+    report = tmp_path / "validate.json"
+    r = subprocess.run([str(BIN / "progagent"), "tasks", "validate", "--json", str(report)],
+                       capture_output=True, text=True, timeout=1500)
+    reports = json.loads(report.read_text())
+    failed = {rep["task"]: rep["problems"] for rep in reports if not rep["ok"]}
+    assert r.returncode == 0 and not failed, (failed, r.stdout[-3000:], r.stderr[-3000:])
+    for rep in reports:
+        sizes = [rep["scales"][s] for s in ("v0", "v1", "v2", "v3")]
+        assert all(s["oracle_score"] == 1.0 for s in sizes)
+        # the environment grows: rows x8 and files ~x3 from v0 to v3
+        assert sizes[3]["rows"] >= 6 * sizes[0]["rows"], rep["task"]
+        assert sizes[3]["files"] >= 2.5 * sizes[0]["files"], rep["task"]
+    assert sys.executable  # validated with this interpreter's environment
