@@ -93,7 +93,7 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
     ax.set_yscale("log")
     ax.set_xlabel("environment scale")
     ax.set_ylabel("tokens entering the context")
-    ax.set_title("Same work, oracle trajectories: DTC grows with the environment, PTC stays flat")
+    ax.set_title("Oracle trajectories: context tokens per task (thin) and mean (thick)")
     ax.legend()
     ax.grid(alpha=0.3)
     fig.tight_layout()
