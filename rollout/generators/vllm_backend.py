@@ -33,6 +33,32 @@ class WeightSyncExtension:
         self.reload_weights(weights_iterator=iter(weights.items()))
         return len(weights)
 
+    # --- GPU: NCCL broadcast from the learner (learner/weight_sync.py); not run on CPU machines ---
+    def progagent_init_weight_group(self, host: str, port: int, rank_offset: int, world_size: int) -> None:
+        from vllm.distributed.parallel_state import get_world_group
+
+        from learner.weight_sync import stateless_nccl_group
+
+        rank = get_world_group().rank + rank_offset
+        self._progagent_comm = stateless_nccl_group(host, port, rank, world_size, self.device)
+
+    def progagent_receive_weights(self, manifest: list[tuple[str, str, list[int]]], timeout_s: float) -> int:
+        import torch
+
+        from learner.weight_sync import wait_for_stream
+
+        stream = torch.cuda.current_stream()
+
+        def receive():
+            for name, dtype, shape in manifest:
+                buf = torch.empty(shape, dtype=getattr(torch, dtype), device="cuda")
+                self._progagent_comm.broadcast(buf, src=0, stream=stream)
+                wait_for_stream(stream, timeout_s, f"receive of {name}")
+                yield name, buf
+
+        self.reload_weights(weights_iterator=receive())
+        return len(manifest)
+
 
 class VLLMGenerator:
     def __init__(self, model_path: str | Path, *, max_model_len: int = 32768, gpu_memory_utilization: float = 0.85,
@@ -99,6 +125,21 @@ class VLLMGenerator:
             await asyncio.to_thread(save_file, tensors, path)
             await self.engine.reset_prefix_cache()
             await self.engine.collective_rpc("progagent_load_weights", args=(path,))
+        await self.engine.reset_prefix_cache()
+        self.policy_version = version
+
+    async def init_weight_group(self, host: str, port: int, rank_offset: int, world_size: int) -> None:
+        """Join the learner's NCCL group (GPU only; see learner/weight_sync.py)."""
+        await self.engine.collective_rpc("progagent_init_weight_group", args=(host, port, rank_offset, world_size))
+
+    async def receive_weights(self, version: int, manifest: list, timeout_s: float = 300.0) -> None:
+        """Receive a broadcast of `manifest` from the learner; fails (never hangs) after timeout_s."""
+        await self.engine.reset_prefix_cache()
+        try:
+            await asyncio.wait_for(self.engine.collective_rpc("progagent_receive_weights", args=(manifest, timeout_s)),
+                                   timeout_s + 30)
+        except TimeoutError as exc:
+            raise GeneratorError(f"weight broadcast for version {version} timed out after {timeout_s:.0f} s") from exc
         await self.engine.reset_prefix_cache()
         self.policy_version = version
 
