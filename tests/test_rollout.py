@@ -175,3 +175,25 @@ def test_parser_and_program_features():
     f = program_features("out = [tools['x'](a=i) for i in range(3)]\ntry:\n    pass\nexcept ToolError:\n    pass")
     assert f["dtc_like"] == 0 and f["comprehensions"] == 1 and f["try_except"] == 1
     assert program_features("def (")["syntax_error"] == 1
+
+
+def test_collect_and_build_tiny_commands(tmp_path):
+    import json
+    import subprocess
+
+    from tests.conftest import BIN
+
+    r = subprocess.run([str(BIN / "progagent"), "model", "build-tiny", str(tmp_path / "tiny")], capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0 and (tmp_path / "tiny" / "model.safetensors").exists(), r.stderr[-1000:]
+    out = tmp_path / "sft.jsonl"
+    r = subprocess.run([str(BIN / "progagent"), "collect", "--teacher", "oracle", "--harness", "dtc", "--tasks", TASK,
+                        "--scales", "v0", "--model", str(tmp_path / "tiny"), "--out", str(out)],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(rows) == 1 and rows[0]["harness"] == "dtc" and rows[0]["score"] == 1.0
+    assert len(rows[0]["token_ids"]) == len(rows[0]["loss_mask"]) and sum(rows[0]["loss_mask"]) > 100
+    r = subprocess.run([str(BIN / "progagent"), "collect", "--teacher", "gpt-4", "--out", str(out)],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 2 and "--teacher must be 'oracle' or 'openai:MODEL'" in r.stdout
