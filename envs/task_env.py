@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import sys
 import tempfile
@@ -58,10 +59,19 @@ class EnvironmentCache:
             lock = self._locks.setdefault(key, threading.Lock())
         with lock:
             path = self.root / key
+            path.parent.mkdir(parents=True, exist_ok=True)
             if not (path / ".complete").exists():
-                shutil.rmtree(path, ignore_errors=True)
-                task.build(path, scale)
-                (path / ".complete").write_text("")
+                # build aside, then rename: other processes sharing the cache never see a half build
+                tmp = path.parent / f".{path.name}.{os.getpid()}.{threading.get_ident()}"
+                shutil.rmtree(tmp, ignore_errors=True)
+                task.build(tmp, scale)
+                (tmp / ".complete").write_text("")
+                if path.exists() and not (path / ".complete").exists():
+                    shutil.rmtree(path, ignore_errors=True)  # left over from an interrupted build
+                try:
+                    tmp.rename(path)
+                except OSError:  # another process finished first
+                    shutil.rmtree(tmp, ignore_errors=True)
             return path
 
     def cleanup(self) -> None:
@@ -101,3 +111,27 @@ def judge(task: Task, scale: str, state: EpisodeState | Path, answer: str, cache
         return Verdict(criteria={}, reward=0.0, score=0.0, error=f"{type(exc).__name__}: {exc}")
     passed = sum(criteria.values())
     return Verdict(criteria=criteria, reward=float(passed == len(criteria)), score=passed / len(criteria))
+
+
+def snapshot_state(root: str | Path) -> bytes:
+    """The final environment (db.sqlite + workspace/) as tar bytes, to judge it on another node."""
+    import io
+    import tarfile
+
+    root = Path(root)
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        tar.add(root / "db.sqlite", arcname="db.sqlite")
+        tar.add(root / "workspace", arcname="workspace")
+    return buf.getvalue()
+
+
+def restore_state(data: bytes, dst: str | Path) -> Path:
+    import io
+    import tarfile
+
+    dst = Path(dst)
+    dst.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r") as tar:
+        tar.extractall(dst, filter="data")
+    return dst

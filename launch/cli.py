@@ -33,6 +33,12 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("collect", help="collect teacher trajectories (SFT data) from the oracle or an API model")
     rollout_cli.add_collect_arguments(p)
 
+    p = sub.add_parser("train", help="SFT, then asynchronous GSPO on the actor fabric, with evaluation")
+    p.add_argument("--config", default="configs/local.yaml")
+    p.add_argument("--resume", default=None, help="a checkpoint folder of an earlier run")
+    p.add_argument("overrides", nargs="*", help="key.path=value")
+    p.set_defaults(run=lambda a: __import__("launch.train", fromlist=["run"]).run(a))
+
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, stream=sys.stderr,
                         format="%(levelname)s %(name)s: %(message)s")

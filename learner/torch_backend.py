@@ -156,13 +156,22 @@ class TorchLearner:
             total += loss.item()
         return {"sft_loss": total, "tokens": norm, **self._optimizer_step()}
 
+    def set_lr(self, lr: float) -> None:
+        """Change the peak learning rate (SFT and RL use different ones); warm-up still applies."""
+        for group in self.optimizer.param_groups:
+            group["initial_lr"] = lr
+        self.scheduler.base_lrs = [lr for _ in self.scheduler.base_lrs]
+        for group, factor in zip(self.optimizer.param_groups, [self.scheduler.lr_lambdas[0](self.scheduler.last_epoch)]
+                                 * len(self.optimizer.param_groups), strict=True):
+            group["lr"] = lr * factor
+
     def _optimizer_step(self) -> dict[str, float]:
         grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.cfg.optim.grad_clip)
         self.optimizer.step()
         self.scheduler.step()
         self.step += 1
         self.version += 1
-        return {"grad_norm": float(grad_norm), "lr": self.scheduler.get_last_lr()[0], "step": float(self.step)}
+        return {"grad_norm": float(grad_norm), "lr": self.scheduler.get_last_lr()[0], "learner_step": float(self.step)}
 
     # ------------------------------------------------------------------ weights and checkpoints
     def weights(self) -> tuple[int, dict[str, torch.Tensor]]:

@@ -7,7 +7,7 @@ import msgspec
 GiB = 1024**3
 
 
-class RuntimeConfig(msgspec.Struct, forbid_unknown_fields=True):
+class RuntimeConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     #: wall-clock limit of one program; on expiry the kernel is interrupted (then restarted if stuck)
     program_timeout_s: float = 120.0
     #: how long an interrupted kernel may take to come back before it is restarted

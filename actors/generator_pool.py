@@ -1,0 +1,212 @@
+"""Generator actors and the pool that routes to them.
+
+`GeneratorActor` holds one backend (rollout/generators: transformers | vllm). `GeneratorPool` is an
+async actor in front of N of them:
+- least-loaded routing (fewest requests in flight), so one slow generator does not hold a queue;
+- versioned weights: `load_weights(version, ref)` reaches every generator; the pool keeps the
+  latest (version, ref) so a generator that is restarted comes back with the current weights;
+- health: a request that fails because its generator died is retried on another one, and the dead
+  one is replaced in the background; `health()` pings all and replaces the silent ones;
+- busy fraction per generator (time with at least one request in flight / wall time), the number
+  the async-vs-sync benchmark reports.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Any
+
+import msgspec
+import ray
+
+from rollout.types import Generation, SamplingParams
+
+log = logging.getLogger(__name__)
+
+
+class GeneratorSpec(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    backend: str = "transformers"  # "transformers" | "vllm"
+    model: str = ""  # Hugging Face folder
+    max_model_len: int = 32_768
+    gpu_memory_utilization: float = 0.85
+    tensor_parallel_size: int = 1
+    num_gpus: float = 0.0
+    num_cpus: float = 1.0
+    threads: int = 1
+
+
+def build_backend(spec: GeneratorSpec) -> Any:
+    if spec.backend == "transformers":
+        from rollout.generators.hf import HFGenerator
+
+        return HFGenerator(spec.model, device="cuda" if spec.num_gpus else "cpu", threads=spec.threads)
+    if spec.backend == "vllm":
+        from rollout.generators.vllm_backend import VLLMGenerator
+
+        return VLLMGenerator(spec.model, max_model_len=spec.max_model_len,
+                             gpu_memory_utilization=spec.gpu_memory_utilization,
+                             tensor_parallel_size=spec.tensor_parallel_size)
+    raise ValueError(f"unknown generator backend {spec.backend!r}; expected 'transformers' or 'vllm'")
+
+
+@ray.remote
+class GeneratorActor:
+    def __init__(self, spec: GeneratorSpec):
+        self.spec = spec
+        self.backend = build_backend(spec)
+
+    async def generate(self, prompt_token_ids: list[int], sampling: SamplingParams) -> Generation:
+        return await self.backend.generate(prompt_token_ids, sampling)
+
+    async def load_weights(self, version: int, weights: dict[str, Any]) -> int:
+        await self.backend.load_weights(version, weights)
+        return version
+
+    async def ping(self) -> int:
+        return self.backend.policy_version
+
+
+class _Slot:
+    def __init__(self, handle: Any):
+        self.handle = handle
+        self.in_flight = 0
+        self.alive = True
+        self.busy_s = 0.0
+        self._busy_since: float | None = None
+
+    def begin(self) -> None:
+        if self.in_flight == 0:
+            self._busy_since = time.monotonic()
+        self.in_flight += 1
+
+    def end(self) -> None:
+        self.in_flight -= 1
+        if self.in_flight == 0 and self._busy_since is not None:
+            self.busy_s += time.monotonic() - self._busy_since
+            self._busy_since = None
+
+    def busy(self, now: float) -> float:
+        return self.busy_s + (now - self._busy_since if self._busy_since is not None else 0.0)
+
+
+@ray.remote
+class GeneratorPool:
+    def __init__(self, spec: GeneratorSpec, n: int, max_retries: int = 3):
+        self.spec = spec
+        self.max_retries = max_retries
+        self.slots = [_Slot(self._new_actor()) for _ in range(n)]
+        self.version = 0
+        self.weights_ref: Any = None
+        self.started = time.monotonic()
+        self.restarts = 0
+        self._restarting: dict[int, asyncio.Task] = {}
+
+    def _new_actor(self) -> Any:
+        return GeneratorActor.options(num_cpus=self.spec.num_cpus, num_gpus=self.spec.num_gpus,
+                                      max_concurrency=1000).remote(self.spec)
+
+    async def ready(self) -> int:
+        await asyncio.gather(*(s.handle.ping.remote() for s in self.slots))
+        return len(self.slots)
+
+    def _pick(self) -> int:
+        alive = [i for i, s in enumerate(self.slots) if s.alive]
+        if not alive:
+            raise RuntimeError("no generator is alive")
+        return min(alive, key=lambda i: self.slots[i].in_flight)
+
+    async def generate(self, prompt_token_ids: list[int], sampling: SamplingParams) -> Generation:
+        last: Exception | None = None
+        for _ in range(self.max_retries + 1):
+            while not any(s.alive for s in self.slots):
+                await asyncio.sleep(0.05)  # every generator is restarting
+            i = self._pick()
+            slot = self.slots[i]
+            slot.begin()
+            try:
+                return await slot.handle.generate.remote(prompt_token_ids, sampling)
+            except (ray.exceptions.RayActorError, ray.exceptions.ActorUnavailableError) as exc:
+                last = exc
+                self._replace(i)
+            finally:
+                slot.end()
+        raise RuntimeError(f"generation failed after {self.max_retries + 1} attempts: {last}")
+
+    def _replace(self, i: int) -> None:
+        if i in self._restarting and not self._restarting[i].done():
+            return
+        self.slots[i].alive = False
+        self._restarting[i] = asyncio.create_task(self._restart(i))
+
+    async def _restart(self, i: int) -> None:
+        log.warning("generator %d died; starting a replacement with weights v%d", i, self.version)
+        handle = self._new_actor()
+        if self.weights_ref is not None:
+            await handle.load_weights.remote(self.version, self.weights_ref)
+        else:
+            await handle.ping.remote()
+        self.slots[i] = _Slot(handle)
+        self.restarts += 1
+
+    async def load_weights(self, version: int, weights_ref: Any) -> int:
+        """Every live generator loads `version`; the ref is kept for generators started later.
+        `weights_ref` arrives wrapped in a list so that Ray passes the reference, not the value."""
+        ref = weights_ref[0] if isinstance(weights_ref, list) else weights_ref
+        self.version, self.weights_ref = version, ref
+        results = await asyncio.gather(*(s.handle.load_weights.remote(version, ref) for s in self.slots if s.alive),
+                                       return_exceptions=True)
+        for i, r in enumerate(results):
+            if isinstance(r, Exception):
+                self._replace(i)
+        return version
+
+    async def health(self) -> dict[str, Any]:
+        results = await asyncio.gather(*(asyncio.wait_for(s.handle.ping.remote(), 30) for s in self.slots),
+                                       return_exceptions=True)
+        for i, r in enumerate(results):
+            if isinstance(r, Exception):
+                self._replace(i)
+        return {"alive": sum(s.alive for s in self.slots), "versions": [r if isinstance(r, int) else None
+                                                                     for r in results]}
+
+    async def stats(self) -> dict[str, Any]:
+        now = time.monotonic()
+        wall = max(1e-9, now - self.started)
+        return {"generators": len(self.slots), "restarts": self.restarts, "version": self.version,
+                "busy_fraction": [round(s.busy(now) / wall, 4) for s in self.slots],
+                "in_flight": [s.in_flight for s in self.slots]}
+
+    async def reset_stats(self) -> None:
+        self.started = time.monotonic()
+        for s in self.slots:
+            s.busy_s = 0.0
+            s._busy_since = time.monotonic() if s.in_flight else None
+
+    async def handles(self) -> list[Any]:
+        return [s.handle for s in self.slots]
+
+
+class PoolClient:
+    """The Generator interface over a GeneratorPool actor, for the agent loop in env workers."""
+
+    def __init__(self, pool: Any):
+        self.pool = pool
+        self.policy_version = 0
+
+    async def generate(self, prompt_token_ids: list[int], sampling: SamplingParams) -> Generation:
+        from rollout.generators.base import GeneratorError
+
+        try:
+            gen = await self.pool.generate.remote(prompt_token_ids, sampling)
+        except Exception as exc:  # noqa: BLE001
+            raise GeneratorError(f"generator pool failed: {exc}") from exc
+        self.policy_version = gen.policy_version
+        return gen
+
+    async def load_weights(self, version: int, weights: dict[str, Any]) -> None:
+        raise NotImplementedError("weights are loaded through the pool, not through a client")
+
+    async def close(self) -> None:
+        return None

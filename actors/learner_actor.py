@@ -1,0 +1,65 @@
+"""The learner backend in an actor: updates, SFT, versioned weights for the generators, checkpoints."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import ray
+
+from learner.config import LearnerConfig
+
+
+def build_learner(model_path: str, cfg: LearnerConfig, lr: float | None = None) -> Any:
+    if cfg.backend == "torch":
+        from learner.torch_backend import TorchLearner
+
+        return TorchLearner(model_path, cfg, lr=lr)
+    if cfg.backend == "megatron":
+        from learner.megatron_backend import MegatronLearner
+
+        return MegatronLearner(model_path, cfg, lr=lr)
+    raise ValueError(f"unknown learner backend {cfg.backend!r}; expected 'torch' or 'megatron'")
+
+
+@ray.remote
+class LearnerActor:
+    def __init__(self, model_path: str, cfg: LearnerConfig, threads: int | None = None):
+        import torch
+
+        if threads:
+            torch.set_num_threads(threads)
+        self.model_path = model_path
+        self.cfg = cfg
+        self.learner = build_learner(model_path, cfg)
+
+    def train_step(self, groups: list[list[Any]]) -> dict[str, float]:
+        return self.learner.train_step(groups)
+
+    def sft(self, trajectories: list[Any]) -> list[dict[str, float]]:
+        """Cold-start SFT at the SFT learning rate, then back to the RL learning rate."""
+        from learner.sft import run_sft, sft_samples
+
+        self.learner.set_lr(self.cfg.sft.lr)
+        try:
+            return run_sft(self.learner, sft_samples(trajectories), self.cfg.sft)
+        finally:
+            self.learner.set_lr(self.cfg.optim.lr)
+
+    def publish(self) -> tuple[int, list[Any]]:
+        """(version, [ref]): the weights go into the object store once; the list keeps Ray from
+        resolving the reference when it is handed on to the generator pool."""
+        version, weights = self.learner.weights()
+        return version, [ray.put(weights)]
+
+    def version(self) -> int:
+        return self.learner.version
+
+    def save(self, path: str) -> str:
+        return str(self.learner.save(path))
+
+    def load(self, path: str) -> int:
+        self.learner.load(path)
+        return self.learner.version
+
+    def export_hf(self, path: str) -> str:
+        return str(self.learner.export_hf(path))

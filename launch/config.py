@@ -1,0 +1,129 @@
+"""The run configuration: YAML decoded into msgspec Structs — the one source of truth.
+
+    cfg = load_config("configs/local.yaml", overrides=["train.steps=4", "fabric.env_workers=2"])
+
+Overrides are `dotted.key=value` with the value parsed as YAML (numbers, booleans, lists). Unknown
+keys and wrong types fail with the path of the field (msgspec's message), before anything starts.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import yaml
+
+from actors.buffer import BufferConfig
+from actors.env_worker import EnvWorkerConfig
+from actors.generator_pool import GeneratorSpec
+from learner.config import LearnerConfig
+
+
+class RunConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    name: str = "progagent"
+    out_dir: str = "runs"
+    seed: int = 0
+
+
+class ModelConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    #: a Hugging Face folder, or "tiny" for the self-built tiny Qwen3 model
+    path: str = "tiny"
+
+
+class TaskMix(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    tasks: list[str] = []  # empty: the whole library
+    #: sampling weight of each scale (the paper trains on all four; v0-only is much worse)
+    scales: dict[str, float] = msgspec.field(default_factory=lambda: {"v0": 1.0, "v1": 1.0, "v2": 1.0, "v3": 1.0})
+    library_root: str = ""
+
+
+class FabricConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    generators: int = 1
+    generator: GeneratorSpec = GeneratorSpec()
+    env_workers: int = 1
+    env_worker: EnvWorkerConfig = EnvWorkerConfig()
+    judges: int = 1
+    judge_timeout_s: float = 60.0
+    learner_num_gpus: float = 0.0
+    learner_threads: int = 1
+
+
+class SFTStage(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    enabled: bool = True
+    teacher: str = "oracle"  # "oracle" | path to a JSONL of teacher trajectories (progagent collect)
+    min_score: float = 0.7
+
+
+class TrainStage(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    steps: int = 150
+    groups_per_step: int = 32  # tasks per step (paper: 32 × 16 rollouts)
+    checkpoint_every: int = 10
+    reward: str = "binary"  # "binary" (the paper) | "score" (fraction of criteria: denser, for tiny models)
+    step_timeout_s: float = 3600.0
+
+
+class EvalStage(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    before: bool = True
+    after: bool = True
+    samples: int = 1
+    temperature: float = 1.0
+
+
+class WandbConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    mode: str = "auto"  # "auto" (online with WANDB_API_KEY, else offline) | "online" | "offline" | "disabled"
+    project: str = "progagent"
+    entity: str | None = None
+
+
+class RayConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    address: str | None = None  # None: start Ray in-process (embedded); "auto": join a running cluster
+    num_cpus: int | None = None
+
+
+class TrainConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    run: RunConfig = RunConfig()
+    model: ModelConfig = ModelConfig()
+    tasks: TaskMix = TaskMix()
+    fabric: FabricConfig = FabricConfig()
+    buffer: BufferConfig = BufferConfig()
+    learner: LearnerConfig = LearnerConfig()
+    sft: SFTStage = SFTStage()
+    train: TrainStage = TrainStage()
+    eval: EvalStage = EvalStage()
+    wandb: WandbConfig = WandbConfig()
+    ray: RayConfig = RayConfig()
+
+
+class ConfigError(ValueError):
+    """A config that cannot be used; the message names the file and the field."""
+
+
+def _set(tree: dict[str, Any], dotted: str, value: Any) -> None:
+    keys = dotted.split(".")
+    node = tree
+    for k in keys[:-1]:
+        node = node.setdefault(k, {})
+        if not isinstance(node, dict):
+            raise ConfigError(f"override {dotted!r}: {k!r} is not a section")
+    node[keys[-1]] = value
+
+
+def load_config(path: str | Path | None = None, overrides: list[str] | None = None) -> TrainConfig:
+    tree: dict[str, Any] = {}
+    if path is not None:
+        try:
+            tree = yaml.safe_load(Path(path).read_text()) or {}
+        except (OSError, yaml.YAMLError) as exc:
+            raise ConfigError(f"{path}: cannot read the config: {exc}") from exc
+        if not isinstance(tree, dict):
+            raise ConfigError(f"{path}: the top level must be a mapping of sections")
+    for item in overrides or []:
+        key, sep, raw = item.partition("=")
+        if not sep or not key:
+            raise ConfigError(f"override {item!r}: expected key.path=value")
+        _set(tree, key.strip(), yaml.safe_load(raw))
+    try:
+        return msgspec.convert(tree, TrainConfig, strict=False)
+    except msgspec.ValidationError as exc:
+        raise ConfigError(f"{path or 'config'}: {exc}") from exc

@@ -1,0 +1,91 @@
+"""Starting the actor fabric from a config: Ray, the model, generators, judges, env workers, learner."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import ray
+
+from actors.buffer import TrajectoryBuffer
+from actors.env_worker import EnvWorker
+from actors.generator_pool import GeneratorPool
+from actors.judge import Judge
+from actors.learner_actor import LearnerActor
+from envs.library import LIBRARY_DIR, load_library
+from launch.config import TrainConfig
+
+
+def init_ray(cfg: TrainConfig) -> None:
+    if ray.is_initialized():
+        return
+    env = {"env_vars": {"HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}}
+    if cfg.ray.address:
+        ray.init(address=cfg.ray.address, runtime_env=env, log_to_driver=False)
+    else:
+        ray.init(num_cpus=cfg.ray.num_cpus or max(4, os.cpu_count() or 2), include_dashboard=False,
+                 runtime_env=env, log_to_driver=False)
+
+
+def resolve_model(cfg: TrainConfig) -> str:
+    if cfg.model.path == "tiny":
+        from rollout.tiny_model import build_tiny
+
+        return str(build_tiny())
+    return cfg.model.path
+
+
+def task_ids(cfg: TrainConfig) -> list[str]:
+    root = cfg.tasks.library_root or str(LIBRARY_DIR)
+    tasks, errors = load_library(root)
+    if errors:
+        raise RuntimeError(f"broken tasks in {root}: {errors}")
+    wanted = cfg.tasks.tasks or sorted(tasks)
+    unknown = [t for t in wanted if t not in tasks]
+    if unknown:
+        raise RuntimeError(f"unknown tasks in the config: {unknown}")
+    return wanted
+
+
+class Fabric:
+    """Handles to every actor of a run. `start` places them; `publish` moves weights."""
+
+    def __init__(self, cfg: TrainConfig, model_path: str):
+        f = cfg.fabric
+        self.cfg = cfg
+        self.model_path = model_path
+        gen_spec = msgspec_replace(f.generator, model=model_path)
+        self.pool = GeneratorPool.options(max_concurrency=10_000).remote(gen_spec, f.generators)
+        self.judges = [Judge.options(num_cpus=0, max_concurrency=64).remote(
+            cfg.tasks.library_root or str(LIBRARY_DIR), f.judge_timeout_s) for _ in range(f.judges)]
+        worker_cfg = msgspec_replace(f.env_worker, library_root=cfg.tasks.library_root or str(LIBRARY_DIR))
+        self.worker_cfg = worker_cfg
+        self.workers = [self.new_worker() for _ in range(f.env_workers)]
+        self.buffer = TrajectoryBuffer.options(max_concurrency=1000).remote(cfg.buffer)
+        self.learner = LearnerActor.options(num_cpus=0, num_gpus=f.learner_num_gpus).remote(
+            model_path, cfg.learner, f.learner_threads)
+        self.version = 0
+
+    def new_worker(self) -> Any:
+        return EnvWorker.options(num_cpus=self.worker_cfg.num_cpus, max_concurrency=1000).remote(
+            self.worker_cfg, self.model_path, self.pool, self.judges)
+
+    async def ready(self) -> dict[str, Any]:
+        import asyncio
+
+        modes = await asyncio.gather(*(w.ready.remote() for w in self.workers))
+        await self.pool.ready.remote()
+        return {"limits": sorted(set(modes)), "generators": self.cfg.fabric.generators,
+                "env_workers": len(self.workers), "judges": len(self.judges)}
+
+    async def publish(self) -> int:
+        version, ref = await self.learner.publish.remote()
+        await self.pool.load_weights.remote(version, ref)
+        self.version = version
+        return version
+
+
+def msgspec_replace(struct: Any, **changes: Any) -> Any:
+    import msgspec
+
+    return msgspec.structs.replace(struct, **changes)

@@ -1,0 +1,85 @@
+"""Run metrics: one JSONL file (the source of the plots and the report) and W&B with the same keys.
+
+W&B mode: "auto" is online when WANDB_API_KEY is set and offline otherwise; "disabled" turns it off.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+SCALES = ("v0", "v1", "v2", "v3")
+
+
+def rollout_metrics(trajs: list[Any], prefix: str = "rollout") -> dict[str, float]:
+    """What a batch of trajectories says: reward, pass rate per scale, tools, context, programs."""
+    if not trajs:
+        return {}
+    m: dict[str, float] = {}
+
+    def mean(xs: list[float]) -> float:
+        return float(statistics.fmean(xs)) if xs else 0.0
+
+    m[f"{prefix}/reward"] = mean([t.reward for t in trajs])
+    m[f"{prefix}/score"] = mean([t.score for t in trajs])
+    for s in SCALES:
+        sub = [t for t in trajs if t.scale == s]
+        if sub:
+            m[f"{prefix}/pass_rate_{s}"] = mean([float(t.reward == 1.0) for t in sub])
+            m[f"{prefix}/score_{s}"] = mean([t.score for t in sub])
+    for key in ("turns", "tool_calls_direct", "tool_calls_program", "programs", "format_errors", "tool_errors",
+                "program_errors", "program_loops", "program_conditionals", "program_try_except",
+                "program_comprehensions", "program_function_defs", "program_dtc_like"):
+        m[f"{prefix}/{key}"] = mean([t.metrics.get(key, 0.0) for t in trajs])
+    programs = sum(t.metrics.get("programs", 0.0) for t in trajs)
+    m[f"{prefix}/dtc_like_rate"] = sum(t.metrics.get("program_dtc_like", 0.0) for t in trajs) / programs \
+        if programs else 0.0
+    m[f"{prefix}/tool_output_tokens"] = mean([t.tool_output_tokens for t in trajs])
+    m[f"{prefix}/context_tokens"] = mean([t.context_tokens for t in trajs])
+    m[f"{prefix}/response_tokens"] = mean([sum(t.loss_mask) for t in trajs])
+    for reason in ("answer", "max_turns", "context_limit", "generator_error", "env_error"):
+        m[f"{prefix}/termination_{reason}"] = mean([float(t.termination == reason) for t in trajs])
+    m[f"{prefix}/verifier_errors"] = float(sum(1 for t in trajs if t.verifier_error))
+    return m
+
+
+class MetricsLog:
+    def __init__(self, out_dir: Path, run_name: str, config: dict[str, Any], wandb_mode: str = "auto",
+                 project: str = "progagent", entity: str | None = None):
+        self.path = out_dir / "metrics.jsonl"
+        self.fh = self.path.open("a")
+        self.t0 = time.time()
+        self.wandb = None
+        mode = wandb_mode
+        if mode == "auto":
+            mode = "online" if os.environ.get("WANDB_API_KEY") else "offline"
+        if mode != "disabled":
+            try:
+                import wandb
+
+                self.wandb = wandb.init(project=project, entity=entity, name=run_name, mode=mode, config=config,
+                                        dir=str(out_dir), reinit=True)
+            except Exception as exc:  # noqa: BLE001 - tracking must never stop training
+                print(f"W&B disabled: {exc}")
+        self.mode = mode if self.wandb else "disabled"
+
+    def log(self, phase: str, step: int, metrics: dict[str, float]) -> None:
+        row = {"phase": phase, "step": step, "time_s": round(time.time() - self.t0, 2), **metrics}
+        self.fh.write(json.dumps(row) + "\n")
+        self.fh.flush()
+        if self.wandb is not None:
+            self.wandb.log({f"{phase}/{k}" if "/" not in k else k: v for k, v in metrics.items()
+                            if isinstance(v, int | float)} | {"phase_step": step})
+
+    def close(self) -> None:
+        self.fh.close()
+        if self.wandb is not None:
+            self.wandb.finish()
+
+
+def read_metrics(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]

@@ -1,0 +1,81 @@
+"""The run folder's plots (PNG) and a short Markdown report, from metrics.jsonl."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from launch.metrics import SCALES, read_metrics
+
+PLOTS = {
+    "reward": [("rollout/reward", "reward"), ("rollout/score", "criterion score")],
+    "pass_rate_per_scale": [(f"rollout/pass_rate_{s}", s) for s in SCALES],
+    "tool_calls": [("rollout/tool_calls_direct", "direct"), ("rollout/tool_calls_program", "from programs")],
+    "tool_output_tokens": [("rollout/tool_output_tokens", "tool-output tokens"),
+                           ("rollout/context_tokens", "context tokens")],
+    "program_structures": [("rollout/program_loops", "loops"), ("rollout/program_conditionals", "conditionals"),
+                           ("rollout/program_try_except", "try/except"),
+                           ("rollout/program_comprehensions", "comprehensions"),
+                           ("rollout/program_function_defs", "function defs")],
+    "dtc_like_rate": [("rollout/dtc_like_rate", "DTC-like programs")],
+    "staleness": [("staleness_mean", "mean"), ("staleness_max", "max")],
+    "throughput": [("trajectories_per_min", "trajectories/min"), ("generator_busy", "generator busy fraction")],
+}
+
+
+def write_report(run: Path) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = read_metrics(run / "metrics.jsonl")
+    train = [r for r in rows if r["phase"] == "train"]
+    sft = [r for r in rows if r["phase"] == "sft"]
+    evals = {("before" if r["step"] == 0 else "after"): r for r in rows if r["phase"] == "eval"}
+    plots = run / "plots"
+    plots.mkdir(exist_ok=True)
+    for name, series in PLOTS.items():
+        fig, ax = plt.subplots(figsize=(6, 3.6))
+        for key, label in series:
+            pts = [(r["step"], r[key]) for r in train if key in r]
+            if pts:
+                ax.plot(*zip(*pts, strict=True), marker="o", label=label)
+        ax.set_xlabel("GSPO step")
+        ax.set_title(name.replace("_", " "))
+        ax.grid(alpha=0.3)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend()
+        fig.tight_layout()
+        fig.savefig(plots / f"{name}.png", dpi=110)
+        plt.close(fig)
+    if sft:
+        fig, ax = plt.subplots(figsize=(6, 3.6))
+        ax.plot([r["step"] for r in sft], [r["sft_loss"] for r in sft])
+        ax.set_xlabel("SFT step")
+        ax.set_title("SFT loss")
+        fig.tight_layout()
+        fig.savefig(plots / "sft_loss.png", dpi=110)
+        plt.close(fig)
+
+    lines = [f"# Run {run.name}", ""]
+    if sft:
+        lines.append(f"- SFT: {len(sft)} steps, loss {sft[0]['sft_loss']:.3f} → {sft[-1]['sft_loss']:.3f}")
+    if train:
+        first, last = train[0], train[-1]
+        lines.append(f"- GSPO: {len(train)} steps; reward {first.get('rollout/reward', 0):.3f} → "
+                     f"{last.get('rollout/reward', 0):.3f}; score {first.get('rollout/score', 0):.3f} → "
+                     f"{last.get('rollout/score', 0):.3f}")
+        lines.append(f"- throughput {last.get('trajectories_per_min', 0):.1f} trajectories/min; generator busy "
+                     f"{last.get('generator_busy', 0):.0%}; mean staleness "
+                     f"{sum(r.get('staleness_mean', 0) for r in train) / len(train):.2f}")
+    if evals:
+        lines += ["", "| evaluation | reward | score | " + " | ".join(f"pass {s}" for s in SCALES) + " |",
+                  "|---|---:|---:|" + "---:|" * len(SCALES)]
+        for tag, r in evals.items():
+            p = f"eval_{tag}"
+            lines.append(f"| {tag} | {r.get(f'{p}/reward', 0):.3f} | {r.get(f'{p}/score', 0):.3f} | "
+                         + " | ".join(f"{r.get(f'{p}/pass_rate_{s}', float('nan')):.2f}" for s in SCALES) + " |")
+    lines += ["", "Plots: " + ", ".join(f"[{p.stem}](plots/{p.name})" for p in sorted(plots.glob('*.png')))]
+    report = run / "report.md"
+    report.write_text("\n".join(lines) + "\n")
+    return report
