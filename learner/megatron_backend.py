@@ -33,6 +33,7 @@ import os
 import random
 import shutil
 import socket
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -204,6 +205,8 @@ class MegatronLearner:
         self._init_parallel()
         self.device = torch.device("cuda", torch.cuda.current_device()) if self.cuda else torch.device("cpu")
         self.dtype = torch.bfloat16 if (self.cuda and self.cfg.bf16) else torch.float32
+        # Megatron's optimizers need CUDA (see _CPUAdamW); DDP's grad layout follows the optimizer
+        self._distributed_optimizer = self.cuda and self.cfg.megatron.distributed_optimizer
         self.bridge = self._build_bridge()
         self.models = self._build_models()
         o = self.cfg.optim
@@ -259,9 +262,12 @@ class MegatronLearner:
         bridge = _adapted_bridge_class(base)(hf_config, dtype=self.dtype)
         extra: dict[str, Any] = {
             "sequence_parallel": self.cfg.megatron.sequence_parallel and self.tp > 1,
-            "masked_softmax_fusion": self.cuda,  # a CUDA kernel
+            "masked_softmax_fusion": _have_te(),  # a CUDA kernel the local spec would need built
         }
-        if self.cfg.gradient_checkpointing:
+        if self.cfg.gradient_checkpointing and not self.cuda:
+            warnings.warn("gradient_checkpointing is ignored on CPU: megatron-core's activation recompute "
+                          "saves and restores CUDA RNG states", stacklevel=2)
+        elif self.cfg.gradient_checkpointing:
             extra |= {"recompute_granularity": "full", "recompute_method": "uniform", "recompute_num_layers": 1}
         bridge.set_extra_args(**extra)
         if hf_config.vocab_size % self.tp:
@@ -270,7 +276,7 @@ class MegatronLearner:
 
     def _build_models(self) -> list[torch.nn.Module]:
         ddp = {"grad_reduce_in_fp32": True, "overlap_grad_reduce": False,
-               "use_distributed_optimizer": self.cuda and self.cfg.megatron.distributed_optimizer}
+               "use_distributed_optimizer": self._distributed_optimizer}
         models = self.bridge.get_model(wrap_with_ddp=True, bf16=self.dtype == torch.bfloat16, fp16=False,
                                        ddp_config=ddp, data_parallel_random_init=False)
         self.bridge.load_weights(models, str(self.model_path))
@@ -288,7 +294,7 @@ class MegatronLearner:
         oc = OptimizerConfig(optimizer="adam", lr=lr, min_lr=0.0, weight_decay=o.weight_decay,
                              adam_beta1=o.betas[0], adam_beta2=o.betas[1], adam_eps=o.eps, clip_grad=o.grad_clip,
                              bf16=self.dtype == torch.bfloat16, params_dtype=self.dtype,
-                             use_distributed_optimizer=self.cfg.megatron.distributed_optimizer)
+                             use_distributed_optimizer=self._distributed_optimizer)
         return get_megatron_optimizer(oc, self.models)
 
     def _build_scheduler(self, lr: float):
@@ -441,6 +447,8 @@ class MegatronLearner:
     # ------------------------------------------------------------------ log-probs
     def compute_logprobs(self, samples: list[Sample]) -> list[list[float]]:
         """Per sample, log πθ of each token given its prefix (0.0 for the first token)."""
+        if not samples:
+            return []
         mbs = self._micro_batches(pack(samples, self.cfg.max_tokens_per_micro_batch))
         infos = self._run(mbs, lambda k, mb, logp: (None, logp.detach().float().cpu()), forward_only=True)
         local: dict[int, list[float]] = {}
@@ -595,8 +603,7 @@ class MegatronLearner:
         """Model, optimizer, scheduler, counters and RNG; one file per model-parallel rank."""
         path = Path(path)
         path.mkdir(parents=True, exist_ok=True)
-        distributed_opt = hasattr(self.optimizer, "save_parameter_state")
-        if distributed_opt:  # collective over DP: the sharded Adam state gathered on DP rank 0
+        if self._distributed_optimizer:  # collective over DP: the sharded Adam state gathered on DP rank 0
             self.optimizer.save_parameter_state(str(self._rank_file(path, "optim_params")))
         if self.dp_rank == 0:
             state = {
@@ -626,7 +633,7 @@ class MegatronLearner:
         for m, sd in zip(self.models, state["model"], strict=True):
             m.load_state_dict(sd)
         self.optimizer.load_state_dict(state["optimizer"])
-        if hasattr(self.optimizer, "load_parameter_state"):
+        if self._distributed_optimizer:
             self.optimizer.load_parameter_state(str(self._rank_file(path, "optim_params")))
         self.scheduler.num_steps = 0  # load_state_dict adds the saved count
         self.scheduler.load_state_dict(state["scheduler"])

@@ -61,14 +61,25 @@ class TorchLearner:
     def _tensors(self, row: PackedRow) -> dict[str, torch.Tensor]:
         t = row.tensors(self.device)
         flash = "flash" in str(getattr(self.model.config, "_attn_implementation", ""))
-        t["attention_mask"] = None if flash else row.block_causal_mask(self.device)
+        single = row.seq[0] == row.seq[-1]  # one sequence: plain causal attention, the fast kernel
+        t["attention_mask"] = None if flash or single else row.block_causal_mask(self.device)
         return t
 
-    def _row_logprobs(self, t: dict[str, torch.Tensor]) -> torch.Tensor:
+    def _row_logprobs(self, t: dict[str, torch.Tensor], only_masked: bool = True) -> torch.Tensor:
+        """log πθ of each target; with `only_masked` the LM head runs on the model's own tokens only
+        (prompt and observations are most of an agent trajectory: skipping their [T, V] logits is
+        most of the saving), and the other positions hold 0."""
         with self._autocast():
-            logits = self.model(input_ids=t["input_ids"], position_ids=t["position_ids"],
-                                attention_mask=t["attention_mask"]).logits[0]
-        return token_logprobs(logits, t["targets"], self.cfg.temperature)
+            hidden = self.model.model(input_ids=t["input_ids"], position_ids=t["position_ids"],
+                                      attention_mask=t["attention_mask"]).last_hidden_state[0]
+            if not only_masked:
+                return token_logprobs(self.model.lm_head(hidden), t["targets"], self.cfg.temperature)
+            sel = t["mask"].bool()
+            out = torch.zeros(len(t["targets"]), dtype=torch.float32, device=hidden.device)
+            if sel.any():
+                out = out.masked_scatter(sel, token_logprobs(self.model.lm_head(hidden[sel]), t["targets"][sel],
+                                                             self.cfg.temperature))
+            return out
 
     # ------------------------------------------------------------------ log-probs
     @torch.no_grad()
@@ -77,7 +88,7 @@ class TorchLearner:
         out: list[list[float]] = [[] for _ in samples]
         for row in pack(samples, self.cfg.max_tokens_per_micro_batch):
             t = self._tensors(row)
-            lp = self._row_logprobs(t).cpu()
+            lp = self._row_logprobs(t, only_masked=False).cpu()
             for i in sorted(set(row.seq)):
                 idx = [k for k, s in enumerate(row.seq) if s == i]
                 out[i] = [0.0] + lp[idx[:-1]].tolist()
