@@ -1,0 +1,109 @@
+"""The actor fabric under failure: real Ray actors are killed while they work."""
+
+import asyncio
+import textwrap
+
+import pytest
+import ray
+import torch
+
+from actors.buffer import BufferConfig, TrajectoryBuffer
+from actors.env_worker import EnvWorker, EnvWorkerConfig
+from actors.generator_pool import GeneratorPool, GeneratorSpec
+from actors.judge import Judge, verify_with_deadline
+from envs.runtime.config import RuntimeConfig
+from launch.dispatch import RolloutDispatcher, TaskSampler
+from rollout.agent_loop import LoopLimits
+from rollout.types import SamplingParams
+from tests.test_rollout import TASK, tiny_path  # noqa: F401
+from tests.test_task_format import write_task
+
+
+@pytest.fixture(scope="module")
+def ray_cluster():
+    ray.init(num_cpus=6, include_dashboard=False, log_to_driver=False,
+             runtime_env={"env_vars": {"HF_HUB_OFFLINE": "1"}})
+    yield
+    ray.shutdown()
+
+
+WORKER = EnvWorkerConfig(concurrency=2, limits=LoopLimits(max_turns=2, max_new_tokens=48),
+                         sampling=SamplingParams(temperature=1.0), runtime=RuntimeConfig(warm_pool=1))
+
+
+async def test_killed_generator_is_replaced_with_current_weights(ray_cluster, tiny_path):  # noqa: F811
+    pool = GeneratorPool.options(max_concurrency=100).remote(GeneratorSpec(model=str(tiny_path), num_cpus=0.5), 2)
+    await pool.ready.remote()
+    from transformers import AutoModelForCausalLM
+
+    weights = {k: v * 0.5 for k, v in AutoModelForCausalLM.from_pretrained(tiny_path).state_dict().items()}
+    await pool.load_weights.remote(3, [ray.put(weights)])
+    handles = await pool.handles.remote()
+    ray.kill(handles[0])
+    outs = await asyncio.gather(*(pool.generate.remote(list(range(10, 40)), SamplingParams(max_new_tokens=4, seed=i))
+                                  for i in range(6)))
+    assert all(len(o.token_ids) >= 1 and o.policy_version == 3 for o in outs)
+    for _ in range(100):
+        stats = await pool.stats.remote()
+        if stats["restarts"] == 1 and all(s is not None for s in (await pool.health.remote())["versions"]):
+            break
+        await asyncio.sleep(0.2)
+    assert stats["restarts"] == 1
+    assert (await pool.health.remote())["versions"] == [3, 3]  # the replacement came back with v3
+
+
+async def test_killed_env_worker_episodes_rerun_none_lost_or_doubled(ray_cluster, tiny_path):  # noqa: F811
+    pool = GeneratorPool.options(max_concurrency=100).remote(GeneratorSpec(model=str(tiny_path), num_cpus=0.5), 1)
+    judges = [Judge.options(num_cpus=0).remote()]
+    workers = [EnvWorker.options(num_cpus=0.5, max_concurrency=100).remote(WORKER, str(tiny_path), pool, judges)
+               for _ in range(2)]
+    await asyncio.gather(*(w.ready.remote() for w in workers))
+    buffer = TrajectoryBuffer.remote(BufferConfig(group_size=2, max_staleness=5))
+    dispatcher = RolloutDispatcher(workers, buffer, TaskSampler([TASK], {"v0": 1.0}, 0), group_size=2,
+                                   groups_per_step=3, max_staleness=0, harness="ptc")
+    dispatcher.start()
+    await asyncio.sleep(1.0)  # episodes are running on both workers
+    ray.kill(workers[0])
+    groups = await buffer.take.remote(3, 0, 300)
+    await dispatcher.stop()
+    assert len(groups) == 3
+    keys = [(t.group_id, t.sample_idx) for g in groups for t in g]
+    assert len(keys) == len(set(keys)) == 6
+    assert dispatcher.counters["episodes_rerun"] >= 1 and dispatcher.counters["episodes_failed"] == 0
+    stats = await buffer.stats.remote()
+    assert stats["added"] == 6 and stats["groups_out"] == 3
+
+
+async def test_judge_crash_is_retried_and_verifier_failures_are_recorded(ray_cluster, tiny_path, tmp_path):  # noqa: F811
+    # a verifier that never returns becomes a recorded failure after its deadline
+    folder = write_task(tmp_path)
+    (folder / "verify.py").write_text(textwrap.dedent("""
+        import time
+        def verify(ctx):
+            while True:
+                time.sleep(1)
+    """))
+    from envs.library import load_task
+    from envs.task_env import snapshot_state
+
+    task = load_task(folder)
+    task.build(tmp_path / "env", "v0")
+    state = snapshot_state(tmp_path / "env")
+    verdict = verify_with_deadline(task.id, "v0", state, "", 2.0, str(tmp_path), str(tmp_path / "cache"))
+    assert verdict.reward == 0.0 and "timed out after 2 s" in verdict.error
+    (folder / "verify.py").write_text("def verify(ctx):\n    raise RuntimeError('verifier bug')\n")
+    verdict = verify_with_deadline(task.id, "v0", state, "", 30.0, str(tmp_path), str(tmp_path / "cache"))
+    assert "RuntimeError: verifier bug" in verdict.error
+
+    # a judge actor that dies is restarted and the env worker's request retried
+    pool = GeneratorPool.options(max_concurrency=100).remote(GeneratorSpec(model=str(tiny_path), num_cpus=0.5), 1)
+    judge = Judge.options(num_cpus=0).remote()
+    worker = EnvWorker.options(num_cpus=0.5, max_concurrency=100).remote(WORKER, str(tiny_path), pool, [judge])
+    await worker.ready.remote()
+    await judge.ping.remote()
+    ray.kill(judge, no_restart=False)
+    from actors.env_worker import EpisodeRequest
+
+    traj = await worker.run.remote(EpisodeRequest(task_id=TASK, scale="v0", group_id="j", sample_idx=0))
+    assert traj.verifier_error is None and traj.criteria  # judged after the restart
+    assert torch.tensor(traj.loss_mask).sum() > 0
