@@ -43,7 +43,7 @@ import torch
 
 from learner.batch import PackedRow, Sample, pack, sample_from_trajectory
 from learner.config import LearnerConfig
-from learner.losses import equal_reward_groups, get_loss, group_advantages
+from learner.losses import equal_reward_groups, get_loss, group_advantages, token_logprobs
 
 
 def _apply_cpu_patches() -> None:
@@ -388,20 +388,22 @@ class MegatronLearner:
         from megatron.core import parallel_state as mpu
         from megatron.core.tensor_parallel import vocab_parallel_cross_entropy
 
-        targets = mb.targets
-        if self.cp > 1:
-            from mbridge.core.util import split_data_cp_rank
+        if self.cp == 1:
+            if self.tp == 1:  # the torch backend's own function (one fused log-softmax)
+                return token_logprobs(logits, mb.targets, self.cfg.temperature)[mb.bi, mb.ti]
+            return -vocab_parallel_cross_entropy(logits.float() / self.cfg.temperature, mb.targets)[mb.bi, mb.ti]
+        from mbridge.core.util import split_data_cp_rank
 
-            targets = split_data_cp_rank(targets, self.cp, 1)
+        targets = split_data_cp_rank(mb.targets, self.cp, 1)
         lp = -vocab_parallel_cross_entropy(logits.float() / self.cfg.temperature, targets)
-        if self.cp > 1:  # every CP rank holds chunks (r, 2cp-1-r): gather (autograd sums the copies' grads)
-            chunks = torch.distributed.nn.functional.all_gather(lp, group=mpu.get_context_parallel_group())
-            half = lp.shape[1] // 2
-            pieces: list[torch.Tensor] = [lp] * (2 * self.cp)
-            for r, c in enumerate(chunks):
-                pieces[r], pieces[2 * self.cp - 1 - r] = c[:, :half], c[:, half:]
-            lp = torch.cat(pieces, dim=1)
-        return lp[mb.bi, mb.ti]
+        # every CP rank holds chunks (r, 2cp-1-r) of the sequence: gather them all (the gather's
+        # backward sums the ranks' gradients)
+        chunks = torch.distributed.nn.functional.all_gather(lp, group=mpu.get_context_parallel_group())
+        half = lp.shape[1] // 2
+        pieces: list[torch.Tensor] = [lp] * (2 * self.cp)
+        for r, c in enumerate(chunks):
+            pieces[r], pieces[2 * self.cp - 1 - r] = c[:, :half], c[:, half:]
+        return torch.cat(pieces, dim=1)[mb.bi, mb.ti]
 
     def _run(self, mbs: list[_MicroBatch], fn, forward_only: bool) -> list[Any]:
         """Forward (and backward) over the micro-batches; `fn(k, mb, logp) -> (loss | None, info)`.

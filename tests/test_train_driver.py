@@ -1,0 +1,97 @@
+"""The training driver end to end on the tiny model: run folder, checkpoint, resume; and the
+`ray job submit` path against a real `ray start --head` with token authentication."""
+
+import json
+import os
+import socket
+import subprocess
+import tempfile
+import time
+
+import msgspec
+import pytest
+import ray
+
+from launch.config import ConfigError, load_config
+from tests.conftest import BIN, ROOT
+
+SMALL = [
+    "tasks.tasks=[retail_clearance_markdown]", "tasks.scales={v0: 1.0, v3: 1.0}",
+    "fabric.env_worker.limits={max_turns: 1, max_new_tokens: 24, max_context_tokens: 8192}",
+    "fabric.env_worker.concurrency=2", "buffer.group_size=2", "train.groups_per_step=1",
+    "sft.enabled=false", "eval.before=false", "eval.after=false", "wandb.mode=disabled", "ray.num_cpus=4",
+]
+
+
+def test_config_errors_name_the_field(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("train:\n  steps: many\n")
+    with pytest.raises(ConfigError, match=r"bad.yaml: Expected `int`, got `str` - at `\$.train.steps`"):
+        load_config(bad)
+    with pytest.raises(ConfigError, match="unknown field `stepz`"):
+        load_config(None, ["train.stepz=3"])
+    with pytest.raises(ConfigError, match="expected key.path=value"):
+        load_config(None, ["train.steps"])
+    cfg = load_config(ROOT / "configs" / "local.yaml", ["train.steps=7", "fabric.env_workers=3"])
+    assert cfg.train.steps == 7 and cfg.fabric.env_workers == 3
+    paper = load_config(ROOT / "configs" / "paper-8x8-h200.yaml")
+    assert paper.learner.optim.lr == 1e-6 and paper.buffer.group_size == 16 and paper.train.groups_per_step == 32
+    assert paper.learner.loss.clip_low == 3e-4 and paper.learner.loss.clip_high == 4e-4
+
+
+async def test_train_checkpoint_and_resume(tmp_path):
+    from launch.train import train
+
+    cfg = load_config(ROOT / "configs" / "local.yaml",
+                      SMALL + [f"run.out_dir={tmp_path}", "train.steps=2", "train.checkpoint_every=1"])
+    try:
+        run = await train(cfg)
+        rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+        assert [r["step"] for r in rows if r["phase"] == "train"] == [1, 2]
+        assert (run / "report.md").exists() and (run / "plots" / "reward.png").exists()
+        ckpt = run / "checkpoint"
+        saved = msgspec.msgpack.decode((ckpt / "buffer.msgpack").read_bytes())
+        assert json.loads((ckpt / "driver.json").read_text())["step"] == 2
+        # resume: the learner, buffer and dispatcher come back; training continues at step 3
+        cfg3 = msgspec.structs.replace(cfg, train=msgspec.structs.replace(cfg.train, steps=3, checkpoint_every=0))
+        from launch import train as train_mod
+
+        resumed = await train_mod.train(cfg3, resume=str(ckpt))
+        rows = [json.loads(line) for line in (resumed / "metrics.jsonl").read_text().splitlines()]
+        assert [r["step"] for r in rows if r["phase"] == "train"] == [3]
+        assert rows[-1]["learner_step"] == 3.0
+        restored_counters = saved["counters"]
+        assert restored_counters["groups_out"] == 2
+    finally:
+        ray.shutdown()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.slow
+def test_ray_job_submit_against_a_head_node(tmp_path):
+    port, dash = _free_port(), _free_port()
+    # as after `source .venv/bin/activate`: the head (and so the job entrypoint) runs the venv's python
+    env = dict(os.environ, RAY_AUTH_MODE="token", PATH=f"{BIN}:{os.environ['PATH']}")
+    ray_bin = str(BIN / "ray")
+    temp = tempfile.mkdtemp(prefix="rj", dir="/tmp")  # short: Ray's Unix socket paths are limited to 107 bytes
+    subprocess.run([ray_bin, "start", "--head", f"--port={port}", f"--dashboard-port={dash}", "--num-cpus=4",
+                    "--disable-usage-stats", f"--temp-dir={temp}"], check=True, env=env,
+                   capture_output=True, timeout=120)
+    try:
+        out = tmp_path / "runs"
+        cmd = [ray_bin, "job", "submit", "--address", f"http://127.0.0.1:{dash}", "--working-dir", str(ROOT),
+               "--", "python", "-m", "launch.train", "--config", "configs/local.yaml", *SMALL,
+               "train.steps=1", f"run.out_dir={out}", "ray.address=auto"]
+        t0 = time.time()
+        r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
+        assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+        assert "succeeded" in r.stdout.lower(), r.stdout[-2000:]
+        runs = list(out.glob("local-*"))
+        assert len(runs) == 1 and (runs[0] / "metrics.jsonl").exists() and time.time() - t0 < 900
+    finally:
+        subprocess.run([ray_bin, "stop", "--force"], env=env, capture_output=True, timeout=120)
