@@ -95,3 +95,20 @@ def test_ray_job_submit_against_a_head_node(tmp_path):
         assert len(runs) == 1 and (runs[0] / "metrics.jsonl").exists() and time.time() - t0 < 900
     finally:
         subprocess.run([ray_bin, "stop", "--force"], env=env, capture_output=True, timeout=120)
+
+
+def test_metrics_log_offline_wandb_and_jsonl(tmp_path, monkeypatch):
+    from launch.metrics import MetricsLog, read_metrics
+
+    monkeypatch.delenv("WANDB_API_KEY", raising=False)
+    log = MetricsLog(tmp_path, "unit", {"x": 1}, wandb_mode="auto")
+    assert log.mode == "offline"  # no key: offline, never a network call
+    log.log("train", 1, {"rollout/reward": 0.25, "loss": 1.5})
+    log.log("train", 2, {"rollout/reward": 0.5, "loss": 1.0})
+    log.close()
+    rows = read_metrics(tmp_path / "metrics.jsonl")
+    assert [r["rollout/reward"] for r in rows] == [0.25, 0.5]
+    assert list((tmp_path / "wandb").glob("offline-run-*"))
+    off = MetricsLog(tmp_path / "off", "unit", {}, wandb_mode="disabled") if (tmp_path / "off").mkdir() is None else None
+    assert off.mode == "disabled" and off.wandb is None
+    off.close()
