@@ -27,7 +27,7 @@ log = logging.getLogger(__name__)
 
 
 class GeneratorSpec(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    backend: str = "transformers"  # "transformers" | "vllm"
+    backend: str = "transformers"  # "transformers" | "vllm" | "replay" (forced script; benchmarks, debugging)
     model: str = ""  # Hugging Face folder
     max_model_len: int = 32_768
     gpu_memory_utilization: float = 0.85
@@ -35,6 +35,7 @@ class GeneratorSpec(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     num_gpus: float = 0.0
     num_cpus: float = 1.0
     threads: int = 1
+    script: list[str] = []  # the replies of the "replay" backend, one per turn
 
 
 def build_backend(spec: GeneratorSpec) -> Any:
@@ -48,7 +49,11 @@ def build_backend(spec: GeneratorSpec) -> Any:
         return VLLMGenerator(spec.model, max_model_len=spec.max_model_len,
                              gpu_memory_utilization=spec.gpu_memory_utilization,
                              tensor_parallel_size=spec.tensor_parallel_size)
-    raise ValueError(f"unknown generator backend {spec.backend!r}; expected 'transformers' or 'vllm'")
+    if spec.backend == "replay":
+        from rollout.generators.replay import ReplayGenerator
+
+        return ReplayGenerator(spec.model, spec.script, threads=spec.threads)
+    raise ValueError(f"unknown generator backend {spec.backend!r}; expected 'transformers', 'vllm' or 'replay'")
 
 
 @ray.remote

@@ -1,0 +1,80 @@
+"""The actor fabric, asynchronous vs synchronous, on an environment-bound load (one JSON object).
+
+    .venv/bin/python -m bench.fabric_bench [--steps 4]
+
+Same fabric, same load, two settings of the staleness bound: `max_staleness=0` (synchronous:
+generate a step's groups, train, repeat) and `max_staleness=2` (rollouts for later steps run while
+the learner trains and while other episodes wait on their sandboxes). The policy is the tiny model
+forced through a fixed script (the `replay` backend: real forward passes, fixed actions) whose
+program spends `--env-seconds` in the sandbox, so the environment, not generation, is the bottleneck.
+Reports trajectories/min for both, their ratio, and the generators' busy fraction.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import tempfile
+
+import ray
+
+from launch.config import load_config
+from launch.metrics import read_metrics
+from launch.train import train
+
+
+def script(env_seconds: float) -> list[str]:
+    code = ("import time\nfiles = tools['list_files']()\n"
+            f"time.sleep({env_seconds})\nprint(len(str(files)))")
+    call = json.dumps({"name": "programmatic_tool_call", "arguments": {"code": code}})
+    return [f"<tool_call>\n{call}\n</tool_call>", "ANSWER: 0; 0.00"]
+
+
+async def run(max_staleness: int, args: argparse.Namespace, out: str) -> dict:
+    overrides = [
+        "tasks.tasks=[retail_clearance_markdown]", "tasks.scales={v0: 1.0}",
+        "fabric.generator.backend=replay", f"fabric.generator.script={json.dumps(script(args.env_seconds))}",
+        "fabric.generators=1", f"fabric.env_worker.concurrency={args.concurrency}",
+        f"fabric.env_worker.runtime={{warm_pool: {args.warm_pool}, program_timeout_s: 60}}",
+        "fabric.env_worker.limits={max_turns: 3, max_new_tokens: 256, max_context_tokens: 8192}",
+        f"buffer.group_size={args.group_size}", f"buffer.max_staleness={max_staleness}",
+        f"train.groups_per_step={args.groups}", f"train.steps={args.steps}", "train.checkpoint_every=0",
+        "sft.enabled=false", "eval.before=false", "eval.after=false", "wandb.mode=disabled",
+        f"run.out_dir={out}", f"run.name=staleness{max_staleness}", "ray.num_cpus=8",
+    ]
+    cfg = load_config("configs/local.yaml", overrides)
+    try:
+        run_dir = await train(cfg)
+    finally:
+        ray.shutdown()
+    rows = [r for r in read_metrics(run_dir / "metrics.jsonl") if r["phase"] == "train"]
+    last = rows[-1]
+    return {"max_staleness": max_staleness, "steps": len(rows),
+            "trajectories_per_min": round(last["trajectories_per_min"], 1),
+            "generator_busy_fraction": round(last["generator_busy"], 3),
+            "mean_staleness": round(sum(r["staleness_mean"] for r in rows) / len(rows), 2),
+            "mean_step_s": round(sum(r["step_s"] for r in rows) / len(rows), 2)}
+
+
+async def main(args: argparse.Namespace) -> dict:
+    with tempfile.TemporaryDirectory() as out:
+        sync = await run(0, args, out)
+        asyn = await run(args.staleness, args, out)
+    return {"load": {"env_seconds_per_episode": args.env_seconds, "group_size": args.group_size,
+                     "groups_per_step": args.groups, "env_worker_concurrency": args.concurrency},
+            "synchronous": sync, "asynchronous": asyn,
+            "async_over_sync_trajectories_per_min": round(asyn["trajectories_per_min"]
+                                                          / max(1e-9, sync["trajectories_per_min"]), 2)}
+
+
+if __name__ == "__main__":
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--steps", type=int, default=4)
+    p.add_argument("--groups", type=int, default=2)
+    p.add_argument("--group-size", type=int, default=4)
+    p.add_argument("--staleness", type=int, default=2)
+    p.add_argument("--env-seconds", type=float, default=2.0)
+    p.add_argument("--concurrency", type=int, default=24)
+    p.add_argument("--warm-pool", type=int, default=8)
+    print(json.dumps(asyncio.run(main(p.parse_args())), indent=2))
