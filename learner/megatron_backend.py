@@ -14,8 +14,10 @@ CPU (tests, no CUDA): `_apply_cpu_patches` lets megatron-core build and run (see
 without Transformer Engine the model uses megatron-core's local layer spec, whose two layer norms
 mbridge's Qwen2/Qwen3 name tables do not list (TE fuses them into the linear layers), so
 `_adapted_bridge_class` adds those two names to mbridge's tables; and Megatron's optimizers allocate
-on 'cuda' unconditionally, so a size-1-everywhere CPU run steps `torch.optim.AdamW` on the DDP
-gradient buffers (`_CPUAdamW`), clipped as Megatron clips. Everything else is the GPU code path.
+on 'cuda' unconditionally, so on CPU `torch.optim.AdamW` steps on the DDP gradient buffers
+(`_CPUAdamW`), clipped as Megatron clips. Everything else is the GPU code path. On CPU (gloo) this
+runs with tensor and data parallel > 1 too (the tests take 2 ranks); pipeline parallel (embedding
+groups, the schedule), context and sequence parallel (TE) and activation recompute need CUDA.
 
 Packed rows become padded batches (one sequence per batch row, right padding, causal attention):
 megatron-core's RoPE ignores position ids, so sequences packed end to end in one row would get
@@ -312,12 +314,6 @@ class MegatronLearner:
         return sched
 
     # ------------------------------------------------------------------ parallel helpers
-    @property
-    def _last_stage(self) -> bool:
-        from megatron.core import parallel_state as mpu
-
-        return mpu.is_pipeline_last_stage()
-
     def _from_last_stage(self, obj: Any) -> Any:
         """`obj` as the last pipeline stage has it, on every stage."""
         if self.pp == 1:

@@ -1,9 +1,16 @@
-"""The megatron learner against the torch learner on the tiny model (CPU, every parallel size 1).
+"""The megatron learner against the torch learner on the tiny model (CPU).
 
 megatron-core runs on CPU through `learner.megatron_backend._apply_cpu_patches`; the HF ↔ Megatron
 weight conversion is mbridge's. Same log-probs, same GSPO and SFT steps, HF weights that
-transformers loads, and a resumed learner that takes the same next step.
+transformers loads, and a resumed learner that takes the same next step; then the same with two
+gloo ranks as tensor parallel 2 and as data parallel 2 (this file is also the ranks' script).
 """
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -12,7 +19,7 @@ pytest.importorskip("megatron.core")
 pytest.importorskip("mbridge")
 
 from learner.batch import Sample  # noqa: E402
-from learner.config import LearnerConfig, OptimConfig  # noqa: E402
+from learner.config import LearnerConfig, MegatronConfig, OptimConfig  # noqa: E402
 from learner.losses import PolicyLossConfig  # noqa: E402
 from learner.megatron_backend import MegatronLearner  # noqa: E402
 from learner.torch_backend import TorchLearner  # noqa: E402
@@ -20,6 +27,7 @@ from tests.test_learner_torch import groups  # noqa: E402
 from tests.test_rollout import tiny_path  # noqa: E402, F401
 
 pytestmark = pytest.mark.megatron
+GSPO = PolicyLossConfig(clip_low=0.2, clip_high=0.2)  # clipping wide enough for lr 1e-3 steps to show
 
 
 def samples(with_logprobs: bool = True) -> list[Sample]:
@@ -42,7 +50,7 @@ def test_logprobs_equal_the_torch_backend(tiny_path, budget):  # noqa: F811
         assert torch.allclose(torch.tensor(a), torch.tensor(b), atol=1e-4)
 
 
-@pytest.mark.parametrize("loss", [PolicyLossConfig(clip_low=0.2, clip_high=0.2),
+@pytest.mark.parametrize("loss", [GSPO,
                                   PolicyLossConfig(clip_low=0.2, clip_high=0.2, filter_equal_reward_groups=True,
                                                    tis_cap=2.0, aggregation="token-mean")])
 def test_gspo_step_equals_the_torch_backend(tiny_path, loss):  # noqa: F811
@@ -64,18 +72,20 @@ def test_gspo_step_equals_the_torch_backend(tiny_path, loss):  # noqa: F811
 def test_sft_step_equals_the_torch_backend(tiny_path):  # noqa: F811
     # Adam eps 1e-6: with 1e-8 a gradient of ~1e-9 (one element of a down_proj here) is normalised to
     # ±lr, and its float noise with it
-    cfg = LearnerConfig(optim=OptimConfig(lr=1e-3, eps=1e-6))
+    cfg = LearnerConfig(optim=OptimConfig(lr=1e-6, eps=1e-6))
     ref, mega = TorchLearner(tiny_path, cfg), MegatronLearner(tiny_path, cfg)
+    for learner in (ref, mega):
+        learner.set_lr(1e-3)  # the SFT learning rate, as the learner actor sets it
     a, b = ref.sft_step(samples(False)), mega.sft_step(samples(False))
     assert b["sft_loss"] == pytest.approx(a["sft_loss"], abs=1e-5) and b["tokens"] == a["tokens"]
+    assert b["lr"] == a["lr"] == 1e-3
     assert_same_weights(mega.weights()[1], ref.weights()[1], atol=5e-5)
 
 
 def test_exported_weights_load_into_transformers(tiny_path, tmp_path):  # noqa: F811
     from transformers import AutoConfig, AutoModelForCausalLM
 
-    learner = MegatronLearner(tiny_path, LearnerConfig(loss=PolicyLossConfig(clip_low=0.2, clip_high=0.2),
-                                                       optim=OptimConfig(lr=1e-3)))
+    learner = MegatronLearner(tiny_path, LearnerConfig(loss=GSPO, optim=OptimConfig(lr=1e-3)))
     learner.train_step(groups())  # weights that differ from the checkpoint's
     version, state = learner.weights()
     assert version == 1 and all(t.device.type == "cpu" for t in state.values())
@@ -99,7 +109,7 @@ def _row(ids: torch.Tensor):
 
 def test_resumed_learner_takes_the_same_next_step(tiny_path, tmp_path):  # noqa: F811
     cfg = LearnerConfig(optim=OptimConfig(lr=1e-3, warmup_steps=3),
-                        loss=PolicyLossConfig(clip_low=0.2, clip_high=0.2))
+                        loss=GSPO)
     a = MegatronLearner(tiny_path, cfg)
     lrs = [a.train_step(groups())["lr"] for _ in range(2)]
     assert lrs == pytest.approx([2e-3 / 3, 1e-3])  # the torch backend's warmup: lr·(n+1)/W
@@ -114,3 +124,45 @@ def test_resumed_learner_takes_the_same_next_step(tiny_path, tmp_path):  # noqa:
     assert ma["lr"] == mb["lr"] and ma["loss"] == mb["loss"]
     wa, wb = a.weights()[1], b.weights()[1]
     assert all(torch.equal(wa[k], wb[k]) for k in wa)
+
+
+@pytest.mark.parametrize("sizes", [{"tensor_parallel": 2}, {"data_parallel": 2}])
+def test_two_ranks_take_the_single_process_step(tiny_path, tmp_path, sizes):  # noqa: F811
+    """torchrun, 2 CPU ranks (gloo): TP 2 splits every layer and the vocabulary, DP 2 shares the rows
+    (60-token micro-batches: several per rank); log-probs, metrics and weights as one torch process."""
+    ref = TorchLearner(tiny_path, LearnerConfig(loss=GSPO, optim=OptimConfig(lr=1e-3)))
+    ref_lp = ref.compute_logprobs(samples())
+    ref_metrics = ref.train_step(groups())
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1]), "OMP_NUM_THREADS": "1"}
+    proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", __file__,
+                           str(tiny_path), str(tmp_path), json.dumps(sizes)], env=env, timeout=240,
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+    out = torch.load(tmp_path / "rank0.pt", weights_only=False)
+    for a, b in zip(out["logprobs"], ref_lp, strict=True):
+        assert torch.allclose(torch.tensor(a), torch.tensor(b), atol=1e-4)
+    for k in ref_metrics:
+        tol = 1e-3 * abs(ref_metrics[k]) if k == "grad_norm" else 1e-5 * max(1.0, abs(ref_metrics[k]))
+        assert out["metrics"][k] == pytest.approx(ref_metrics[k], abs=tol), k
+    assert_same_weights(out["weights"], ref.weights()[1], atol=5e-5)
+    assert out["resumed_version"] == 1
+
+
+def _rank_main(tiny: str, out_dir: str, sizes: str) -> None:
+    cfg = LearnerConfig(loss=GSPO, optim=OptimConfig(lr=1e-3), max_tokens_per_micro_batch=60,
+                        megatron=MegatronConfig(**json.loads(sizes)))
+    learner = MegatronLearner(tiny, cfg)
+    logprobs = learner.compute_logprobs(samples())
+    metrics = learner.train_step(groups())
+    weights = learner.weights()[1]
+    learner.save(Path(out_dir) / "ckpt")
+    learner.train_step(groups())
+    learner.load(Path(out_dir) / "ckpt")
+    if torch.distributed.get_rank() == 0:
+        torch.save({"logprobs": logprobs, "metrics": metrics, "weights": weights,
+                    "resumed_version": learner.version}, Path(out_dir) / "rank0.pt")
+    torch.distributed.barrier()
+
+
+if __name__ == "__main__":
+    _rank_main(*sys.argv[1:4])
