@@ -88,3 +88,19 @@ def pack(samples: list[Sample], max_tokens: int) -> list[PackedRow]:
             row.seq += [i] * n
         rows.append(row)
     return rows
+
+
+def rl_samples(groups: list[list[Any]], loss_cfg: Any) -> tuple[list[Sample], dict[str, float]]:
+    """Complete groups → samples with group-relative advantages (equal-reward groups optionally
+    dropped), and the step's group metrics. Shared by every learner backend."""
+    from learner.losses import equal_reward_groups, group_advantages
+
+    trajs = [t for g in groups for t in g]
+    rewards = torch.tensor([t.reward for t in trajs], dtype=torch.float32)
+    gids = [t.group_id for t in trajs]
+    adv = group_advantages(rewards, gids, loss_cfg.adv_eps, loss_cfg.std_normalize)
+    dropped = equal_reward_groups(rewards, gids) if loss_cfg.filter_equal_reward_groups else set()
+    keep = [i for i in range(len(trajs)) if gids[i] not in dropped]
+    metrics = {"reward_mean": rewards.mean().item() if trajs else 0.0, "groups": float(len(groups)),
+               "groups_filtered": float(len(dropped)), "sequences": float(len(keep))}
+    return [sample_from_trajectory(trajs[i], adv[i].item()) for i in keep], metrics

@@ -17,9 +17,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from learner.batch import PackedRow, Sample, pack, sample_from_trajectory
+from learner.batch import PackedRow, Sample, pack, rl_samples
 from learner.config import LearnerConfig
-from learner.losses import equal_reward_groups, get_loss, group_advantages, token_logprobs
+from learner.losses import get_loss, token_logprobs
 
 
 class TorchLearner:
@@ -97,23 +97,10 @@ class TorchLearner:
     # ------------------------------------------------------------------ RL
     def train_step(self, groups: list[list[Any]]) -> dict[str, float]:
         """One policy update on complete groups of trajectories (GSPO by default)."""
-        trajs = [t for g in groups for t in g]
-        rewards = torch.tensor([t.reward for t in trajs], dtype=torch.float32)
-        gids = [t.group_id for t in trajs]
-        lc = self.cfg.loss
-        adv = group_advantages(rewards, gids, lc.adv_eps, lc.std_normalize)
-        keep = list(range(len(trajs)))
-        dropped = equal_reward_groups(rewards, gids) if lc.filter_equal_reward_groups else set()
-        if dropped:
-            keep = [i for i in keep if gids[i] not in dropped]
-        metrics: dict[str, float] = {"reward_mean": rewards.mean().item(), "groups": float(len(groups)),
-                                     "groups_filtered": float(len(dropped)), "sequences": float(len(keep))}
-        if not keep:
-            metrics["skipped"] = 1.0
-            return metrics
-        samples = [sample_from_trajectory(trajs[i], adv[i].item()) for i in keep]
-        metrics |= self._policy_update(samples)
-        return metrics
+        samples, metrics = rl_samples(groups, self.cfg.loss)
+        if not samples:
+            return metrics | {"skipped": 1.0}
+        return metrics | self._policy_update(samples)
 
     def _policy_update(self, samples: list[Sample]) -> dict[str, float]:
         lc = self.cfg.loss

@@ -66,27 +66,23 @@ async def oracle_trajectory(runtime: Runtime, task: Task, scale: str, harness: s
         replies = [call_text(name, args) for name, args in calls]
     else:
         replies = [call_text("programmatic_tool_call", {"code": cell}) for cell in cells]
-    episode = await open_task_episode(runtime, task, scale, cache)
-    try:
-        gen = _AnswerAfterScript(renderer.tok, replies, episode, answer)
-        traj = await run_agent(gen, renderer, episode, Harness(harness), task.instruction, task_id=task.id,
-                               scale=scale, group_id=group_id or f"oracle-{task.id}-{scale}", sample_idx=sample_idx,
-                               limits=limits, sampling=SamplingParams(temperature=1.0, max_new_tokens=limits.max_new_tokens))
-        verdict = judge(task, scale, episode.final_state(), traj.final_answer, cache)
-    finally:
-        await episode.close()
-    traj.reward, traj.score, traj.criteria, traj.verifier_error = (verdict.reward, verdict.score, verdict.criteria,
-                                                                  verdict.error)
-    return traj
+    return await generator_trajectory(
+        runtime, task, scale, harness, renderer, cache,
+        lambda episode: _AnswerAfterScript(renderer.tok, replies, episode, answer), limits=limits,
+        sampling=SamplingParams(temperature=1.0, max_new_tokens=limits.max_new_tokens),
+        group_id=group_id or f"oracle-{task.id}-{scale}", sample_idx=sample_idx)
 
 
 async def generator_trajectory(runtime: Runtime, task: Task, scale: str, harness: str, renderer: ChatRenderer,
                                cache: EnvironmentCache, generator: Any, limits: LoopLimits | None = None,
                                sampling: SamplingParams | None = None, group_id: str = "",
                                sample_idx: int = 0) -> Trajectory:
-    """One judged episode driven by any generator (a policy, or an API teacher)."""
+    """One judged episode driven by any generator (a policy, an API teacher), or by a callable that
+    makes one from the open episode (the oracle teacher reads the kernel's final answer)."""
     episode = await open_task_episode(runtime, task, scale, cache)
     try:
+        if callable(generator) and not hasattr(generator, "generate"):
+            generator = generator(episode)
         traj = await run_agent(generator, renderer, episode, Harness(harness), task.instruction, task_id=task.id,
                                scale=scale, group_id=group_id or f"{task.id}-{scale}", sample_idx=sample_idx,
                                limits=limits, sampling=sampling)
