@@ -131,10 +131,10 @@ async def test_cannot_read_host_files_task_oracles_or_home(episode, tmp_path):
         assert r.text.count("denied") == len(paths)
         top = eval(r.text.splitlines()[len(paths)])
         assert "work" in top and "etc" not in top and "home" not in top
-        ls = await episode.run_program("import os\nprint(os.listdir('/work') if os.path.exists('/work') else [])")
-        assert "main" not in ls.text or ".venv" in (await episode.run_program("print(os.listdir('/work/main'))")).text
-        listing = await episode.run_program("print(os.listdir('/work/main') if os.path.exists('/work/main') else [])")
-        assert "envs" not in listing.text and "tests" not in listing.text
+        # only the environment is bound from the repository folder, never its code, tasks or tests
+        repo = await episode.run_program(f"import os\nprint(sorted(os.listdir({str(ROOT)!r})) "
+                                         f"if os.path.exists({str(ROOT)!r}) else [])")
+        assert set(eval(repo.text)) <= {".venv"}, repo.text
     finally:
         planted.unlink()
         oracle.unlink()

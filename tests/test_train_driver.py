@@ -109,6 +109,7 @@ def test_metrics_log_offline_wandb_and_jsonl(tmp_path, monkeypatch):
     rows = read_metrics(tmp_path / "metrics.jsonl")
     assert [r["rollout/reward"] for r in rows] == [0.25, 0.5]
     assert list((tmp_path / "wandb").glob("offline-run-*"))
-    off = MetricsLog(tmp_path / "off", "unit", {}, wandb_mode="disabled") if (tmp_path / "off").mkdir() is None else None
+    (tmp_path / "off").mkdir()
+    off = MetricsLog(tmp_path / "off", "unit", {}, wandb_mode="disabled")
     assert off.mode == "disabled" and off.wandb is None
     off.close()

@@ -143,7 +143,6 @@ class LimitBackend:
         self.prlimit = os.path.exists("/usr/bin/prlimit") or os.path.exists("/bin/prlimit")
         self.parents: list[Path] = []
         self.mode = self._choose(mode)
-        self.reason = ""
 
     def _choose(self, wanted: str) -> str:
         order = ["cgroup2", "cgroup1", "rlimit"] if wanted == "auto" else [wanted]
