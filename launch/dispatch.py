@@ -61,6 +61,7 @@ class RolloutDispatcher:
         self.submitted_groups = 0
         self.counters = {"episodes_done": 0, "episodes_rerun": 0, "episodes_failed": 0}
         self._tasks: set[asyncio.Task] = set()
+        self._refs: set[Any] = set()  # episodes running on workers, cancelled by stop()
         self._wake = asyncio.Event()
         self._loop_task: asyncio.Task | None = None
 
@@ -110,8 +111,10 @@ class RolloutDispatcher:
         for attempt in range(self.max_attempts):
             i = self._pick()
             self.in_flight[i] += 1
+            ref = self.workers[i].run.remote(req)
+            self._refs.add(ref)
             try:
-                traj = await self.workers[i].run.remote(req)
+                traj = await ref
             except (ray.exceptions.RayActorError, ray.exceptions.ActorUnavailableError):
                 log.warning("env worker %d died during %s#%d; re-running it elsewhere", i, req.group_id,
                             req.sample_idx)
@@ -124,6 +127,7 @@ class RolloutDispatcher:
                 continue
             finally:
                 self.in_flight[i] -= 1
+                self._refs.discard(ref)
             await self.buffer.add.remote(traj)
             self.counters["episodes_done"] += 1
             if self.on_result:
@@ -134,8 +138,11 @@ class RolloutDispatcher:
                   self.max_attempts)
 
     async def stop(self) -> None:
+        """Stop submitting and cancel the episodes still running (their work is not needed)."""
         if self._loop_task:
             self._loop_task.cancel()
+        for ref in list(self._refs):
+            ray.cancel(ref)
         for t in list(self._tasks):
             t.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
