@@ -36,15 +36,21 @@ def write_report(run: Path) -> Path:
     plots.mkdir(exist_ok=True)
     for name, series in PLOTS.items():
         fig, ax = plt.subplots(figsize=(6, 3.6))
-        for key, label in series:
+        for n, (key, label) in enumerate(series):
             pts = [(r["step"], r[key]) for r in train if key in r]
+            # a fraction next to a rate gets its own axis, so neither is flattened
+            axis = ax.twinx() if name == "throughput" and n == 1 else ax
             if pts:
-                ax.plot(*zip(*pts, strict=True), marker="o", label=label)
+                axis.plot(*zip(*pts, strict=True), marker="o", label=label, color=f"C{n}")
+                if axis is not ax:
+                    axis.set_ylabel(label)
+                    axis.set_ylim(0, 1.05)
         ax.set_xlabel("GSPO step")
         ax.set_title(name.replace("_", " "))
         ax.grid(alpha=0.3)
-        if ax.get_legend_handles_labels()[0]:
-            ax.legend()
+        handles = [h for a in fig.axes for h in a.get_legend_handles_labels()[0]]
+        if handles:
+            ax.legend(handles=handles, loc="best")
         fig.tight_layout()
         fig.savefig(plots / f"{name}.png", dpi=110)
         plt.close(fig)
