@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+import msgspec
 import ray
 
 from actors.buffer import TrajectoryBuffer
@@ -54,11 +55,11 @@ class Fabric:
         f = cfg.fabric
         self.cfg = cfg
         self.model_path = model_path
-        gen_spec = msgspec_replace(f.generator, model=model_path)
+        gen_spec = msgspec.structs.replace(f.generator, model=model_path)
         self.pool = GeneratorPool.options(max_concurrency=10_000).remote(gen_spec, f.generators)
         self.judges = [Judge.options(num_cpus=0, max_concurrency=64).remote(
             cfg.tasks.library_root or str(LIBRARY_DIR), f.judge_timeout_s) for _ in range(f.judges)]
-        worker_cfg = msgspec_replace(f.env_worker, library_root=cfg.tasks.library_root or str(LIBRARY_DIR))
+        worker_cfg = msgspec.structs.replace(f.env_worker, library_root=cfg.tasks.library_root or str(LIBRARY_DIR))
         self.worker_cfg = worker_cfg
         self.workers = [self.new_worker() for _ in range(f.env_workers)]
         self.buffer = TrajectoryBuffer.options(max_concurrency=1000).remote(cfg.buffer)
@@ -84,8 +85,3 @@ class Fabric:
         self.version = version
         return version
 
-
-def msgspec_replace(struct: Any, **changes: Any) -> Any:
-    import msgspec
-
-    return msgspec.structs.replace(struct, **changes)

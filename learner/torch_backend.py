@@ -89,8 +89,9 @@ class TorchLearner:
         for row in pack(samples, self.cfg.max_tokens_per_micro_batch):
             t = self._tensors(row)
             lp = self._row_logprobs(t, only_masked=False).cpu()
-            for i in sorted(set(row.seq)):
-                idx = [k for k, s in enumerate(row.seq) if s == i]
+            seq = t["seq"].cpu()
+            for i in seq.unique().tolist():
+                idx = (seq == i).nonzero().flatten()
                 out[i] = [0.0] + lp[idx[:-1]].tolist()
         return out
 

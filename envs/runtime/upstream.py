@@ -345,11 +345,10 @@ class Upstreams:
     async def call(self, name: str, arguments: Any, source: str = "program") -> CallOutcome:
         t0, started = time.perf_counter(), time.time()
         outcome = await self._call(name, arguments)
+        text = outcome.text if outcome.ok else (outcome.text or outcome.error or "")
         self.log.append(ToolCallRecord(
             tool=name, arguments=arguments if isinstance(arguments, dict) else {"_invalid": repr(arguments)},
-            source=source, ok=outcome.ok, error=outcome.error, result_text=outcome.text if outcome.ok else
-            (outcome.text or outcome.error or ""), result_chars=len(outcome.text if outcome.ok else
-                                                                    (outcome.text or outcome.error or "")),
+            source=source, ok=outcome.ok, error=outcome.error, result_text=text, result_chars=len(text),
             duration_s=time.perf_counter() - t0, started_at=started))
         return outcome
 

@@ -15,6 +15,7 @@ from typing import Any
 
 import torch
 
+from rollout.generators.scripted import forced_logprobs
 from rollout.types import Generation, SamplingParams
 
 
@@ -42,10 +43,8 @@ class ReplayGenerator:
     def _generate(self, prompt: list[int], sampling: SamplingParams) -> Generation:
         reply = self.script[min(self._turn(prompt), len(self.script) - 1)] + [self.end_id]
         reply = reply[: sampling.max_new_tokens]
-        with self._lock, torch.no_grad():
-            logits = self.model(torch.tensor([prompt + reply])).logits[0, len(prompt) - 1: -1].float()
-            temp = sampling.temperature if sampling.temperature > 0 else 1.0
-            lps = torch.log_softmax(logits / temp, -1).gather(1, torch.tensor(reply)[:, None])[:, 0].tolist()
+        with self._lock:
+            lps = forced_logprobs(self.model, prompt, reply, sampling.temperature)
         finish = "stop" if reply[-1] == self.end_id else "length"
         return Generation(token_ids=reply, logprobs=lps, finish_reason=finish, policy_version=self.policy_version)
 

@@ -16,6 +16,14 @@ from rollout.generators.base import GeneratorError
 from rollout.types import Generation, SamplingParams
 
 
+def forced_logprobs(model: Any, prompt: list[int], reply: list[int], temperature: float) -> list[float]:
+    """log softmax(logits / T) of each reply token given the prompt and the reply before it."""
+    with torch.no_grad():
+        logits = model(torch.tensor([list(prompt) + list(reply)])).logits[0, len(prompt) - 1: -1].float()
+    temp = temperature if temperature > 0 else 1.0
+    return torch.log_softmax(logits / temp, -1).gather(1, torch.tensor(reply)[:, None])[:, 0].tolist()
+
+
 class ScriptedGenerator:
     def __init__(self, tokenizer: Any, replies: list[str], scorer: Any = None):
         self.tokenizer = tokenizer
@@ -33,12 +41,7 @@ class ScriptedGenerator:
             ids, finish = ids[: sampling.max_new_tokens], "length"
         logprobs = [0.0] * len(ids)
         if self.scorer is not None:
-            model = self.scorer.model
-            with torch.no_grad():
-                full = torch.tensor([list(prompt_token_ids) + ids])
-                logits = model(full).logits[0, len(prompt_token_ids) - 1: -1].float()
-                temp = sampling.temperature if sampling.temperature > 0 else 1.0
-                logprobs = torch.log_softmax(logits / temp, -1).gather(1, torch.tensor(ids)[:, None])[:, 0].tolist()
+            logprobs = forced_logprobs(self.scorer.model, prompt_token_ids, ids, sampling.temperature)
         return Generation(token_ids=ids, logprobs=logprobs, finish_reason=finish, policy_version=self.policy_version)
 
     async def load_weights(self, version: int, weights: dict[str, Any]) -> None:
