@@ -130,7 +130,7 @@ async def test_cannot_read_host_files_task_oracles_or_home(episode, tmp_path):
         assert "READ" not in r.text and "TOP SECRET" not in r.text, r.text
         assert r.text.count("denied") == len(paths)
         top = eval(r.text.splitlines()[len(paths)])
-        assert "work" in top and "etc" not in top and "home" not in top
+        assert "workspace" in top and "etc" not in top and "home" not in top
         # only the environment is bound from the repository folder, never its code, tasks or tests
         repo = await episode.run_program(f"import os\nprint(sorted(os.listdir({str(ROOT)!r})) "
                                          f"if os.path.exists({str(ROOT)!r}) else [])")
