@@ -13,7 +13,7 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
 
     from envs.runtime import mcp_server
-    from launch import demo, rollout_cli, tasks_cli
+    from launch import demo, rollout_cli, synth_cli, tasks_cli
 
     p = sub.add_parser("mcp", help="serve the PTC runtime over MCP (stdio or streamable HTTP)")
     mcp_server.add_arguments(p)
@@ -27,6 +27,10 @@ def main(argv: list[str] | None = None) -> int:
     tasks_cli.add_arguments(p)
     p.set_defaults(run=tasks_cli.run)
 
+    p = sub.add_parser("synth", help="synthesize tasks: intents, construction, repair, audit, validation")
+    synth_cli.add_arguments(p)
+    p.set_defaults(run=synth_cli.run)
+
     p = sub.add_parser("model", help="build the tiny self-made model")
     rollout_cli.add_model_arguments(p)
 
@@ -38,6 +42,19 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--resume", default=None, help="a checkpoint folder of an earlier run")
     p.add_argument("overrides", nargs="*", help="key.path=value")
     p.set_defaults(run=lambda a: __import__("launch.train", fromlist=["run"]).run(a))
+
+    from launch import eval as eval_cmd
+    from launch import filter as filter_cmd
+
+    p = sub.add_parser("filter", help="difficulty filtering: keep tasks solved sometimes, at every scale")
+    filter_cmd.add_arguments(p)
+    p.set_defaults(run=filter_cmd.run)
+
+    p = sub.add_parser("eval", help="evaluation sweeps: models × harnesses × scales × tasks; pass@k, tables, plots")
+    eval_cmd.add_arguments(p)
+    p.set_defaults(run=eval_cmd.run)
+
+    __import__("launch.harbor_cli", fromlist=["register"]).register(sub)  # progagent harbor check|run
 
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, stream=sys.stderr,

@@ -35,7 +35,16 @@ class TaskMix(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     tasks: list[str] = []  # empty: the whole library
     #: sampling weight of each scale (the paper trains on all four; v0-only is much worse)
     scales: dict[str, float] = msgspec.field(default_factory=lambda: {"v0": 1.0, "v1": 1.0, "v2": 1.0, "v3": 1.0})
+    #: "" = the shipped library (envs/tasks); a relative path is taken from the repository root
     library_root: str = ""
+
+    def root(self) -> str:
+        from envs.library import LIBRARY_DIR
+
+        if not self.library_root:
+            return str(LIBRARY_DIR)
+        path = Path(self.library_root)
+        return str(path if path.is_absolute() else LIBRARY_DIR.parents[1] / path)
 
 
 class FabricConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):

@@ -13,7 +13,7 @@ from actors.env_worker import EnvWorker
 from actors.generator_pool import GeneratorPool
 from actors.judge import Judge
 from actors.learner_actor import LearnerActor
-from envs.library import LIBRARY_DIR, load_library
+from envs.library import load_library
 from launch.config import TrainConfig
 
 
@@ -37,7 +37,7 @@ def resolve_model(cfg: TrainConfig) -> str:
 
 
 def task_ids(cfg: TrainConfig) -> list[str]:
-    root = cfg.tasks.library_root or str(LIBRARY_DIR)
+    root = cfg.tasks.root()
     tasks, errors = load_library(root)
     if errors:
         raise RuntimeError(f"broken tasks in {root}: {errors}")
@@ -49,22 +49,28 @@ def task_ids(cfg: TrainConfig) -> list[str]:
 
 
 class Fabric:
-    """Handles to every actor of a run. `start` places them; `publish` moves weights."""
+    """Handles to every actor of a run. `publish` moves weights from the learner to the generators.
 
-    def __init__(self, cfg: TrainConfig, model_path: str):
+    `with_learner=False` starts the rollout side only (generators, judges, env workers): what
+    evaluation sweeps and difficulty filtering reuse.
+    """
+
+    def __init__(self, cfg: TrainConfig, model_path: str, with_learner: bool = True):
         f = cfg.fabric
         self.cfg = cfg
         self.model_path = model_path
         gen_spec = msgspec.structs.replace(f.generator, model=model_path)
         self.pool = GeneratorPool.options(max_concurrency=10_000).remote(gen_spec, f.generators)
         self.judges = [Judge.options(num_cpus=0, max_concurrency=64).remote(
-            cfg.tasks.library_root or str(LIBRARY_DIR), f.judge_timeout_s) for _ in range(f.judges)]
-        worker_cfg = msgspec.structs.replace(f.env_worker, library_root=cfg.tasks.library_root or str(LIBRARY_DIR))
+            cfg.tasks.root(), f.judge_timeout_s) for _ in range(f.judges)]
+        worker_cfg = msgspec.structs.replace(f.env_worker, library_root=cfg.tasks.root())
         self.worker_cfg = worker_cfg
         self.workers = [self.new_worker() for _ in range(f.env_workers)]
-        self.buffer = TrajectoryBuffer.options(max_concurrency=1000).remote(cfg.buffer)
-        self.learner = LearnerActor.options(num_cpus=0, num_gpus=f.learner_num_gpus).remote(
-            model_path, cfg.learner, f.learner_threads)
+        self.buffer = self.learner = None
+        if with_learner:
+            self.buffer = TrajectoryBuffer.options(max_concurrency=1000).remote(cfg.buffer)
+            self.learner = LearnerActor.options(num_cpus=0, num_gpus=f.learner_num_gpus).remote(
+                model_path, cfg.learner, f.learner_threads)
         self.version = 0
 
     def new_worker(self) -> Any:

@@ -4,6 +4,10 @@ For benchmarks and debugging of the fabric (like slime's rollout-only mode): the
 real work — one forward pass of the model over prompt + reply gives real behaviour log-probs — but
 what the episode does is fixed, so a load can be made environment-bound or generation-bound on
 purpose. The turn is the number of assistant turns already in the prompt.
+
+`{seed}` in a reply is replaced by the request's sampling seed, so one script can act differently
+per sample (a program that solves the task only for some seeds gives known pass rates: the
+difficulty filter's tests).
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ class ReplayGenerator:
             torch.set_num_threads(threads)
         self.tokenizer = AutoTokenizer.from_pretrained(model_path)
         self.model = AutoModelForCausalLM.from_pretrained(model_path, dtype=torch.float32).eval()
+        self.texts = list(script)
         self.script = [self.tokenizer.encode(s, add_special_tokens=False) for s in script]
         self.end_id = self.tokenizer.convert_tokens_to_ids("<|im_end|>")
         self.assistant = self.tokenizer.encode("<|im_start|>assistant", add_special_tokens=False)
@@ -41,7 +46,12 @@ class ReplayGenerator:
         return max(0, n - 1)
 
     def _generate(self, prompt: list[int], sampling: SamplingParams) -> Generation:
-        reply = self.script[min(self._turn(prompt), len(self.script) - 1)] + [self.end_id]
+        turn = min(self._turn(prompt), len(self.script) - 1)
+        reply = self.script[turn]
+        if "{seed}" in self.texts[turn]:
+            text = self.texts[turn].replace("{seed}", str(sampling.seed))
+            reply = self.tokenizer.encode(text, add_special_tokens=False)
+        reply = reply + [self.end_id]
         reply = reply[: sampling.max_new_tokens]
         with self._lock:
             lps = forced_logprobs(self.model, prompt, reply, sampling.temperature)

@@ -1,0 +1,428 @@
+"""Harbor tasks from outside, without Docker: read a task folder and lay out its container.
+
+A Harbor task (https://harborframework.com) is a folder:
+
+    task.toml        [metadata] [verifier] timeout_sec/env [agent] timeout_sec [solution] env
+                     [environment] allow_internet/env + [[environment.mcp_servers]] name/transport/
+                     command/args (stdio) or url (sse, streamable-http)
+    instruction.md   what the agent is asked
+    environment/     the agent container's build context (Dockerfile + files)
+    tests/test.sh    the verifier; writes /logs/verifier/reward.json (flat numbers) or reward.txt
+    solution/solve.sh  the oracle (optional)
+
+We have no Docker, so a task's container is *emulated* with bubblewrap (`container_argv`): the
+host's /usr and this project's Python stand in for the image (Dockerfile `RUN` steps are not
+executed; their packages must be importable here; `python3` on the PATH is this project's
+interpreter), and the files the Dockerfile puts in the image are copied into a per-episode folder,
+the *container tree*.
+
+Path mapping, the one rule: container path `/X` lives at `TREE/X` on the host, and every mount
+point `M` of the tree is bound at `M` inside bubblewrap. The mount points are the Dockerfile's
+`COPY`/`ADD` destination folders (a copied file's parent folder), its final `WORKDIR`, the answer
+file's folder and the destinations of an optional `[progagent] copy` table. So processes see the
+paths the task was written for (`/app/data/x.json`, `/opt/server/main.py`, even when they are
+hard-coded inside a server's source) with no rewriting of commands, arguments or files. Dockerfile
+`ENV` lines (with `$VAR` expansion) and `[environment] env` (`${VAR}` / `${VAR:-default}` from the
+host) become the processes' environment. Destinations under /usr, /bin, /lib*, /sbin, /proc, /dev
+or /sys are refused: those come from the host.
+
+Optional, ignored by Harbor itself:
+
+    [progagent]
+    answer_path = "/app/answer.txt"   # where the model's final reply is written before the tests
+    workdir = "/app"                  # overrides the Dockerfile's WORKDIR
+    copy = { "/srv/data" = "seed" }   # extra container path = environment/-relative source
+
+`envs/harbor_run.py` runs the MCP servers, the verifier and the oracle in this layout.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import posixpath
+import re
+import shlex
+import shutil
+import sys
+import tomllib
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+DEFAULT_ANSWER_PATH = "/app/answer.txt"
+TRANSPORTS = ("stdio", "sse", "streamable-http")
+SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/proc", "/dev", "/sys")
+ETC_FILES = ("passwd", "group", "hosts", "resolv.conf", "nsswitch.conf", "localtime", "ssl", "ca-certificates",
+             "alternatives", "mime.types")
+BASE_PATH = f"{Path(sys.executable).parent}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+class HarborTaskError(Exception):
+    """A Harbor task that cannot be used; the message starts with the offending file."""
+
+
+# ---- task.toml (only the fields we use; Harbor's other fields are accepted and ignored) ----
+
+class McpServerConfig(msgspec.Struct):
+    name: str
+    transport: str = "sse"  # Harbor's default
+    url: str | None = None
+    command: str | None = None
+    args: list[str] = []
+
+
+class VerifierConfig(msgspec.Struct):
+    timeout_sec: float = 600.0
+    env: dict[str, str] = {}
+
+
+class AgentConfig(msgspec.Struct):
+    timeout_sec: float | None = None
+
+
+class SolutionConfig(msgspec.Struct):
+    env: dict[str, str] = {}
+
+
+class EnvironmentConfig(msgspec.Struct):
+    allow_internet: bool = True
+    cpus: int = 1
+    memory_mb: int = 2048
+    env: dict[str, str] = {}
+    mcp_servers: list[McpServerConfig] = []
+
+
+class ProgagentConfig(msgspec.Struct, forbid_unknown_fields=True):
+    answer_path: str = DEFAULT_ANSWER_PATH
+    workdir: str | None = None
+    copy: dict[str, str] = {}
+
+
+class TaskConfig(msgspec.Struct):
+    metadata: dict[str, Any] = {}
+    verifier: VerifierConfig = msgspec.field(default_factory=VerifierConfig)
+    agent: AgentConfig = msgspec.field(default_factory=AgentConfig)
+    solution: SolutionConfig = msgspec.field(default_factory=SolutionConfig)
+    environment: EnvironmentConfig = msgspec.field(default_factory=EnvironmentConfig)
+    progagent: ProgagentConfig = msgspec.field(default_factory=ProgagentConfig)
+
+
+# ---- the container layout, from the Dockerfile ----
+
+class CopyOp(msgspec.Struct, frozen=True):
+    src: str  # host path inside environment/
+    dst: str  # absolute container path (the folder itself for a folder source)
+    is_dir: bool
+
+
+class Layout(msgspec.Struct):
+    workdir: str = "/"
+    env: dict[str, str] = {}
+    copies: list[CopyOp] = []
+    notes: list[str] = []  # what could not be emulated (RUN, USER, ...), shown by `harbor check`
+
+
+_VAR = re.compile(r"\$(?:\{(\w+)(?::-([^}]*))?\}|(\w+))")
+
+
+def expand(text: str, env: dict[str, str]) -> str:
+    """`$VAR`, `${VAR}` and `${VAR:-default}` from env (unknown variables become empty)."""
+    return _VAR.sub(lambda m: env.get(m[1] or m[3]) or (m[2] or ""), text)
+
+
+def _instructions(text: str) -> list[tuple[int, str, str]]:
+    """(line number, INSTRUCTION, arguments) with comments dropped and `\\` continuations joined."""
+    out, buf, start = [], "", 0
+    for no, line in enumerate(text.splitlines(), 1):
+        if not buf and (not line.strip() or line.lstrip().startswith("#")):
+            continue
+        if not buf:
+            start = no
+        if line.rstrip().endswith("\\"):
+            buf += line.rstrip()[:-1] + " "
+            continue
+        buf += line
+        word, _, rest = buf.strip().partition(" ")
+        out.append((start, word.upper(), rest.strip()))
+        buf = ""
+    return out
+
+
+def _copy_args(rest: str) -> tuple[dict[str, str], list[str]]:
+    """Flags (`--chown=…`, `--from=…`) and the sources + destination, in shell or JSON form."""
+    flags: dict[str, str] = {}
+    while rest.startswith("--"):
+        flag, _, rest = rest.partition(" ")
+        key, _, value = flag[2:].partition("=")
+        flags[key] = value
+        rest = rest.lstrip()
+    return flags, json.loads(rest) if rest.startswith("[") else shlex.split(rest)
+
+
+def parse_dockerfile(path: Path, context: Path) -> Layout:
+    """Where the Dockerfile puts the context's files, its final WORKDIR and its ENV."""
+    layout = Layout(workdir="/", env={}, copies=[], notes=[])
+    args: dict[str, str] = {}
+    for no, word, rest in _instructions(path.read_text()):
+        where = f"{path}:{no}"
+        try:
+            if word == "WORKDIR":
+                layout.workdir = posixpath.normpath(posixpath.join(layout.workdir, expand(rest, layout.env | args)))
+            elif word in ("ENV", "ARG"):
+                words = shlex.split(rest)
+                pairs = [w.partition("=") for w in words] if "=" in words[0] else [(words[0], "=", " ".join(words[1:]))]
+                target = layout.env if word == "ENV" else args
+                for key, sep, value in pairs:
+                    if word == "ARG" and not sep:
+                        continue  # an ARG without a default has no value here
+                    target[key] = expand(value, {"PATH": BASE_PATH} | args | layout.env)
+            elif word in ("COPY", "ADD"):
+                flags, words = _copy_args(rest)
+                if "from" in flags:
+                    layout.notes.append(f"{where}: COPY --from (another build stage) is skipped")
+                    continue
+                if len(words) < 2:
+                    raise HarborTaskError(f"{where}: {word} needs a source and a destination")
+                layout.copies += _copy_ops(words[:-1], expand(words[-1], layout.env | args), layout.workdir,
+                                           context, where, word)
+            elif word in ("RUN", "USER", "ENTRYPOINT", "CMD", "VOLUME", "SHELL"):
+                layout.notes.append(f"{where}: {word} is not executed ({rest[:80]})")
+            elif word == "FROM" and layout.copies:
+                layout.notes.append(f"{where}: multi-stage build; files of all stages are laid out together")
+        except (ValueError, IndexError) as exc:
+            raise HarborTaskError(f"{where}: cannot parse {word} {rest[:80]!r}: {exc}") from exc
+    return layout
+
+
+def _copy_ops(sources: list[str], dst: str, workdir: str, context: Path, where: str, word: str) -> list[CopyOp]:
+    dst_dir_form = dst.endswith("/") or len(sources) > 1
+    dst = posixpath.normpath(posixpath.join(workdir, dst))
+    ops = []
+    root = context.resolve()
+    for src in sources:
+        if word == "ADD" and re.match(r"^\w+://", src):
+            raise HarborTaskError(f"{where}: ADD from a URL ({src}) needs the network at build time; not supported")
+        matches = sorted(glob.glob(str(root / src))) if any(c in src for c in "*?[") else [str(root / src)]
+        if not matches or not Path(matches[0]).exists():
+            raise HarborTaskError(f"{where}: {word} source {src!r} does not exist in {context}")
+        for m in matches:
+            path = Path(m).resolve()
+            if not path.is_relative_to(root):
+                raise HarborTaskError(f"{where}: {word} source {src!r} is outside the build context {context}")
+            if path.is_dir():
+                ops.append(CopyOp(str(path), dst, True))
+            else:
+                target = posixpath.join(dst, path.name) if dst_dir_form or len(matches) > 1 else dst
+                ops.append(CopyOp(str(path), target, False))
+    return ops
+
+
+# ---- the task ----
+
+class HarborTask:
+    """A decoded Harbor task folder and its emulated container layout."""
+
+    def __init__(self, folder: Path, config: TaskConfig, layout: Layout):
+        self.dir = folder
+        self.id = folder.name
+        self.config = config
+        self.layout = layout
+        self.answer_path = config.progagent.answer_path
+        self.mounts = _mount_points(layout, self.answer_path, config)
+
+    def __repr__(self) -> str:
+        return f"HarborTask({self.id!r})"
+
+    @property
+    def instruction(self) -> str:
+        return (self.dir / "instruction.md").read_text()
+
+    @property
+    def prompt(self) -> str:
+        """The instruction, plus the one thing our harnesses do differently from a shell agent."""
+        return (self.instruction.rstrip() + f"\n\n(Your final reply, the message without a tool call, is saved "
+                f"to {self.answer_path} for you before the task is checked.)")
+
+    @property
+    def workdir(self) -> str:
+        return self.config.progagent.workdir or self.layout.workdir
+
+    @property
+    def tests_dir(self) -> Path:
+        return self.dir / "tests"
+
+    @property
+    def solve_script(self) -> Path | None:
+        path = self.dir / "solution" / "solve.sh"
+        return path if path.is_file() else None
+
+    @property
+    def verifier_timeout_s(self) -> float:
+        return self.config.verifier.timeout_sec
+
+    @property
+    def agent_timeout_s(self) -> float:
+        return self.config.agent.timeout_sec or 1800.0
+
+    def host_path(self, tree: Path, container_path: str) -> Path:
+        """Where a container path lives in a container tree (the mapping rule)."""
+        return Path(tree) / posixpath.normpath(container_path).lstrip("/")
+
+    def materialize(self, tree: str | Path) -> Path:
+        """Lay out a fresh container tree: every mount point and the WORKDIR, then the copied files in order."""
+        tree = Path(tree)
+        for m in [*self.mounts, self.workdir]:
+            self.host_path(tree, m).mkdir(parents=True, exist_ok=True)
+        for op in self.layout.copies:
+            dst = self.host_path(tree, op.dst)
+            if op.is_dir:
+                shutil.copytree(op.src, dst, symlinks=True, dirs_exist_ok=True)
+            else:
+                dst.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(op.src, dst)
+        return tree
+
+    def base_env(self) -> dict[str, str]:
+        """Environment of every process in the container: Dockerfile ENV, then [environment] env."""
+        env = {"PATH": BASE_PATH, "HOME": "/root", "LANG": "C.UTF-8", "PYTHONUNBUFFERED": "1"}
+        env.update(self.layout.env)
+        env.update(resolve_host_env(self.config.environment.env))
+        return env
+
+    def container_argv(self, tree: Path, *, binds: Sequence[tuple[Path, str]] = (), env: dict[str, str] | None = None,
+                       network: bool | None = None) -> list[str]:
+        """bubblewrap options that give a process this task's container view of `tree` (then `--`, the command).
+
+        As root of its own user namespace with no capabilities; network only if the task allows
+        internet; host /usr, a few /etc files and this project's Python read-only; the tree's mount
+        points and `binds` (host folder, container path) read-write; a private /tmp; cwd = WORKDIR.
+        """
+        from envs.runtime.sandbox import hidden_paths, python_roots
+
+        bwrap = shutil.which("bwrap")
+        if bwrap is None:
+            raise RuntimeError("bubblewrap (bwrap) is not installed: run scripts/install.sh")
+        network = self.config.environment.allow_internet if network is None else network
+        argv = [bwrap, "--unshare-all", *(["--share-net"] if network else []), "--unshare-user",
+                "--uid", "0", "--gid", "0", "--die-with-parent", "--new-session", "--cap-drop", "ALL", "--clearenv",
+                "--hostname", "harbor",
+                "--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin", "--symlink", "usr/lib", "/lib",
+                "--symlink", "usr/lib64", "/lib64", "--symlink", "usr/sbin", "/sbin",
+                "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--dir", "/root"]
+        for name in ETC_FILES:
+            if os.path.exists(f"/etc/{name}"):
+                argv += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
+        roots = python_roots()
+        for root in roots:
+            if not root.is_relative_to("/usr"):
+                argv += ["--ro-bind", str(root), str(root)]
+        for hidden in hidden_paths(roots):
+            argv += ["--tmpfs", str(hidden)]
+        for m in self.mounts:
+            argv += ["--bind", str(self.host_path(tree, m)), m]
+        for host, inside in binds:
+            argv += ["--bind", str(host), inside]
+        for key, value in (env if env is not None else self.base_env()).items():
+            argv += ["--setenv", key, value]
+        return argv + ["--chdir", self.workdir]
+
+
+def resolve_host_env(env: dict[str, str]) -> dict[str, str]:
+    """Harbor's `${VAR}` / `${VAR:-default}` templates in env tables, resolved from the host."""
+    return {k: expand(v, dict(os.environ)) for k, v in env.items()}
+
+
+def _is_under(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def _mount_points(layout: Layout, answer_path: str, config: TaskConfig) -> list[str]:
+    wanted = [config.progagent.workdir or layout.workdir, posixpath.dirname(answer_path)]
+    for op in layout.copies:
+        wanted.append(op.dst if op.is_dir else posixpath.dirname(op.dst))
+    wanted += list(config.progagent.copy)
+    points: list[str] = []
+    for p in sorted({posixpath.normpath(w) for w in wanted}, key=lambda p: (p.count("/"), p)):
+        if p in ("/", "/etc", "/tmp", "/root"):
+            continue  # the view's own tmpfs root and private folders; nothing is bound over them
+        if any(_is_under(p, s) for s in SYSTEM_DIRS):
+            raise HarborTaskError(f"{p}: a container path under {', '.join(SYSTEM_DIRS)} cannot be emulated "
+                                  f"without Docker (the host's system folders are used)")
+        if not any(_is_under(p, q) for q in points):
+            points.append(p)
+    for op in layout.copies:
+        if not any(_is_under(op.dst, q) for q in points):
+            raise HarborTaskError(f"{op.dst}: files copied to /, /etc, /tmp or /root are not supported; "
+                                  f"copy them into a folder of their own")
+    return points
+
+
+def _decode_config(toml_path: Path) -> TaskConfig:
+    try:
+        raw = tomllib.loads(toml_path.read_text())
+    except tomllib.TOMLDecodeError as exc:
+        raise HarborTaskError(f"{toml_path}: invalid TOML: {exc}") from exc
+    try:
+        config = msgspec.convert(raw, TaskConfig)
+    except msgspec.ValidationError as exc:
+        raise HarborTaskError(f"{toml_path}: {exc}") from exc
+    names = [s.name for s in config.environment.mcp_servers]
+    for i, s in enumerate(config.environment.mcp_servers):
+        where = f"{toml_path}: environment.mcp_servers[{i}] ({s.name!r})"
+        if not s.name or names.count(s.name) > 1:
+            raise HarborTaskError(f"{where}: every MCP server needs a unique, non-empty name")
+        if s.transport not in TRANSPORTS:
+            raise HarborTaskError(f"{where}: unknown transport {s.transport!r}; expected one of {', '.join(TRANSPORTS)}")
+        if s.transport == "stdio" and not s.command:
+            raise HarborTaskError(f"{where}: transport 'stdio' needs a command")
+        if s.transport != "stdio" and not s.url:
+            raise HarborTaskError(f"{where}: transport {s.transport!r} needs a url")
+        if s.transport == "sse":
+            raise HarborTaskError(f"{where}: transport 'sse' (a sidecar container) is not supported here; "
+                                  f"use stdio, or streamable-http with a server you start yourself")
+    if not config.progagent.answer_path.startswith("/"):
+        raise HarborTaskError(f"{toml_path}: progagent.answer_path must be an absolute container path")
+    return config
+
+
+def load_harbor_task(folder: str | Path) -> HarborTask:
+    """Decode a Harbor task folder; a broken one raises HarborTaskError naming the file."""
+    folder = Path(folder).resolve()
+    if not folder.is_dir():
+        raise HarborTaskError(f"{folder}: not a folder")
+    for name in ("task.toml", "instruction.md", "tests/test.sh"):
+        if not (folder / name).is_file():
+            raise HarborTaskError(f"{folder / name}: required file is missing")
+    config = _decode_config(folder / "task.toml")
+    context = folder / "environment"
+    dockerfile = context / "Dockerfile"
+    if dockerfile.is_file():
+        layout = parse_dockerfile(dockerfile, context)
+    else:
+        layout = Layout(workdir="/app", env={}, copies=[],
+                        notes=[f"{dockerfile}: missing (a prebuilt image?); the container starts with an empty /app"])
+    for dst, src in config.progagent.copy.items():
+        source = (context / src).resolve()
+        if not dst.startswith("/") or not source.exists() or not source.is_relative_to(context.resolve()):
+            raise HarborTaskError(f"{folder / 'task.toml'}: progagent.copy[{dst!r}] = {src!r} needs an absolute "
+                                  f"container path and an existing path inside {context}")
+        layout.copies.append(CopyOp(str(source), posixpath.normpath(dst), source.is_dir()))
+    try:
+        return HarborTask(folder, config, layout)
+    except HarborTaskError as exc:
+        raise HarborTaskError(f"{dockerfile if dockerfile.is_file() else folder / 'task.toml'}: {exc}") from exc
+
+
+def find_harbor_tasks(root: str | Path) -> list[Path]:
+    """A task folder itself, or the task folders (those with a task.toml) directly under a dataset folder."""
+    root = Path(root)
+    if (root / "task.toml").is_file():
+        return [root]
+    found = sorted(p for p in root.iterdir() if p.is_dir() and (p / "task.toml").is_file()) if root.is_dir() else []
+    if not found:
+        raise HarborTaskError(f"{root}: neither a Harbor task (no task.toml) nor a folder of Harbor tasks")
+    return found

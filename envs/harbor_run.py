@@ -1,0 +1,247 @@
+"""Imported Harbor tasks as episodes of our runtime, judged by their own tests, checked by their oracle.
+
+    task = load_harbor_task("bench/some-task")                  # envs/harbor_import.py
+    ep = await open_harbor_episode(runtime, task)               # sandboxed kernel + the task's MCP servers
+    traj = await run_agent(gen, renderer, ep, Harness("ptc"), task.prompt, task_id=task.id, scale=HARBOR_SCALE)
+    verdict = judge(task, ep.final_state(), traj.final_answer)  # tests/test.sh on the final container
+    await ep.close()
+
+    report = check(task)   # solution/solve.sh then tests → reward 1; untouched container → reward 0
+
+Episode: the episode's `env/container/` folder is the task's container tree (mapping rule in
+envs/harbor_import.py). Stdio MCP servers run in the task's container view (bubblewrap, outside the
+kernel's sandbox, like our own task servers); url servers are connected as given. The kernel's
+/workspace stays empty: the model reaches the environment through the task's MCP servers only.
+
+Verification, as Harbor does it: the model's final reply is written to the answer path, a copy of
+tests/ is bound at /tests and a fresh folder at /logs, and `bash /tests/test.sh` runs in the container
+view with [verifier] env, under [verifier] timeout_sec. Rewards: reward.json (numbers, booleans
+ignored; a missing "reward" taken from reward.txt), else reward.txt. Verdict: score = the reward
+clamped to [0, 1], reward = 1.0 only when that is 1 (binary, like our own tasks), criteria = the
+`criterion_<name>` entries of reward.json (our export writes them), else {"reward": passed}. All
+numbers stay in `VerifierRun.rewards`. A test.sh that writes no reward is a
+recorded verifier error with reward 0, never a lost sample.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from envs.harbor_import import HarborTask, resolve_host_env
+from envs.runtime.episode import Episode, EpisodeState, Runtime
+from envs.runtime.upstream import UpstreamSpec
+from envs.task_env import Verdict
+
+if TYPE_CHECKING:
+    from rollout.types import Trajectory
+
+TREE_DIR = "container"
+CRITERION = "criterion_"  # reward.json entries named criterion_<name> (what envs/harbor.py writes)
+HARBOR_SCALE = "harbor"  # Trajectory.scale of an imported task (Harbor tasks have one environment size)
+
+
+class ScriptRun(msgspec.Struct):
+    exit_code: int | None
+    timed_out: bool
+    duration_s: float
+    output_tail: str  # last lines of stdout + stderr
+
+
+class VerifierRun(msgspec.Struct):
+    verdict: Verdict
+    rewards: dict[str, float]  # what test.sh reported, as Harbor reads it
+    script: ScriptRun
+
+
+class CheckReport(msgspec.Struct):
+    """The oracle check of one task: the oracle must pass, the untouched container must fail."""
+
+    task: str
+    ok: bool
+    nop: VerifierRun | None = None
+    solve: ScriptRun | None = None
+    oracle: VerifierRun | None = None
+    error: str | None = None
+    notes: list[str] = []
+
+
+def tree_of(state: EpisodeState | str | Path) -> Path:
+    return Path(state.env_root) / TREE_DIR if isinstance(state, EpisodeState) else Path(state)
+
+
+def upstream_specs(task: HarborTask, tree: Path) -> list[UpstreamSpec]:
+    """The task's MCP servers for one episode: stdio commands inside the container view of `tree`."""
+    specs = []
+    for server in task.config.environment.mcp_servers:
+        if server.transport == "stdio":
+            argv = task.container_argv(tree) + ["--", server.command, *server.args]
+            specs.append(UpstreamSpec(server.name, command=argv))
+        else:
+            specs.append(UpstreamSpec(server.name, url=server.url))
+    return specs
+
+
+async def open_harbor_episode(runtime: Runtime, task: HarborTask) -> Episode:
+    """A fresh sandboxed episode over a fresh container tree and the task's MCP servers."""
+
+    async def prepare(env_root: Path) -> list[UpstreamSpec]:
+        tree = await asyncio.to_thread(task.materialize, env_root / TREE_DIR)
+        return upstream_specs(task, tree)
+
+    return await runtime.open_episode(prepare)
+
+
+def run_script(task: HarborTask, tree: Path, script: str, *, binds: Sequence[tuple[Path, str]],
+               env: dict[str, str], timeout_s: float, log_file: Path) -> ScriptRun:
+    """`bash SCRIPT` in the container view; output to log_file; killed (whole namespace) at the deadline."""
+    argv = task.container_argv(tree, binds=binds, env=task.base_env() | resolve_host_env(env)) + ["--", "bash", script]
+    t0 = time.perf_counter()
+    timed_out = False
+    with open(log_file, "wb") as out:
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+        try:
+            code: int | None = proc.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            timed_out, code = True, None
+            os.killpg(proc.pid, signal.SIGKILL)  # bwrap dies, and --die-with-parent takes its pid namespace
+            proc.wait()
+    text = log_file.read_text(errors="replace") if log_file.exists() else ""
+    return ScriptRun(exit_code=code, timed_out=timed_out, duration_s=time.perf_counter() - t0,
+                     output_tail="\n".join(text.splitlines()[-40:])[-4000:])
+
+
+def read_rewards(verifier_dir: Path) -> dict[str, float]:
+    """Harbor's reading of /logs/verifier: reward.json first, else reward.txt (ValueError names the file)."""
+    as_json, as_text = verifier_dir / "reward.json", verifier_dir / "reward.txt"
+
+    def text_reward() -> float:
+        try:
+            return float(as_text.read_text().strip())
+        except ValueError as exc:
+            raise ValueError(f"{as_text.name}: not a number: {as_text.read_text()[:80]!r}") from exc
+
+    if as_json.exists():
+        try:
+            data = json.loads(as_json.read_text())
+        except ValueError as exc:
+            raise ValueError(f"{as_json.name}: invalid JSON: {exc}") from exc
+        if not isinstance(data, dict):
+            raise ValueError(f"{as_json.name}: must be a JSON object of numbers")
+        rewards = {k: float(v) for k, v in data.items() if isinstance(v, int | float) and not isinstance(v, bool)}
+        if "reward" not in rewards and as_text.exists():
+            rewards["reward"] = text_reward()
+        if "reward" not in rewards and len(rewards) != 1:
+            raise ValueError(f"{as_json.name}: no 'reward' entry among {sorted(rewards) or 'no numbers'}")
+        return rewards
+    if as_text.exists():
+        return {"reward": text_reward()}
+    raise ValueError("tests/test.sh wrote neither /logs/verifier/reward.json nor /logs/verifier/reward.txt")
+
+
+def verdict_from_rewards(rewards: dict[str, float]) -> Verdict:
+    value = rewards["reward"] if "reward" in rewards else next(iter(rewards.values()))
+    score = min(max(value, 0.0), 1.0)
+    criteria = {k.removeprefix(CRITERION): v == 1.0 for k, v in rewards.items() if k.startswith(CRITERION)}
+    return Verdict(criteria=criteria or {"reward": score == 1.0}, reward=float(score == 1.0), score=score)
+
+
+def verify(task: HarborTask, tree: Path, answer: str | None, timeout_s: float | None = None) -> VerifierRun:
+    """Run tests/test.sh on a container tree (after writing `answer`, unless None) and read its rewards."""
+    tree = Path(tree)
+    if answer is not None:
+        path = task.host_path(tree, task.answer_path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(answer)
+    with tempfile.TemporaryDirectory(prefix="harbor-verify-") as tmp:
+        tests = Path(shutil.copytree(task.tests_dir, Path(tmp) / "tests", symlinks=True))
+        logs = Path(tmp) / "logs"
+        for sub in ("verifier", "agent"):
+            (logs / sub).mkdir(parents=True)
+        script = run_script(task, tree, "/tests/test.sh", binds=[(tests, "/tests"), (logs, "/logs")],
+                            env=task.config.verifier.env, timeout_s=timeout_s or task.verifier_timeout_s,
+                            log_file=logs / "verifier" / "test-stdout.txt")
+        try:
+            rewards = read_rewards(logs / "verifier")
+        except ValueError as exc:
+            how = f"timed out after {timeout_s or task.verifier_timeout_s:.0f} s" if script.timed_out \
+                else f"exit code {script.exit_code}"
+            error = f"{task.id}: {exc} ({how}); output: {script.output_tail[-600:]}"
+            return VerifierRun(verdict=Verdict(criteria={}, reward=0.0, score=0.0, error=error), rewards={},
+                               script=script)
+    return VerifierRun(verdict=verdict_from_rewards(rewards), rewards=rewards, script=script)
+
+
+def judge(task: HarborTask, state: EpisodeState | str | Path, answer: str | None) -> Verdict:
+    """The Verdict of an episode's final state (or a container tree) and the model's final answer."""
+    return verify(task, tree_of(state), answer).verdict
+
+
+def run_oracle(task: HarborTask, tree: Path) -> ScriptRun:
+    """solution/solve.sh in the container view of `tree` (bound at /solution), as Harbor's oracle agent."""
+    if task.solve_script is None:
+        raise FileNotFoundError(f"{task.dir / 'solution' / 'solve.sh'}: no oracle solution")
+    with tempfile.TemporaryDirectory(prefix="harbor-solve-") as tmp:
+        solution = Path(shutil.copytree(task.dir / "solution", Path(tmp) / "solution", symlinks=True))
+        logs = Path(tmp) / "logs"
+        (logs / "agent").mkdir(parents=True)
+        return run_script(task, tree, "/solution/solve.sh", binds=[(solution, "/solution"), (logs, "/logs")],
+                          env=task.config.solution.env, timeout_s=task.agent_timeout_s,
+                          log_file=logs / "agent" / "oracle.txt")
+
+
+def check(task: HarborTask) -> CheckReport:
+    """Untouched container → tests must give 0; solution/solve.sh, then tests → must give 1."""
+    with tempfile.TemporaryDirectory(prefix="harbor-check-") as tmp:
+        nop = verify(task, task.materialize(Path(tmp) / "nop"), None)
+        if task.solve_script is None:
+            return CheckReport(task=task.id, ok=False, nop=nop, error="no solution/solve.sh to check",
+                               notes=task.layout.notes)
+        tree = task.materialize(Path(tmp) / "oracle")
+        solve = run_oracle(task, tree)
+        oracle = verify(task, tree, None)
+    problems = []
+    if nop.verdict.reward != 0.0 or nop.verdict.error:
+        problems.append(f"untouched container: reward {nop.verdict.reward} {nop.verdict.error or ''}".strip())
+    if solve.exit_code != 0:
+        problems.append(f"solve.sh failed ({'timeout' if solve.timed_out else f'exit {solve.exit_code}'}): "
+                        f"{solve.output_tail[-400:]}")
+    if oracle.verdict.reward != 1.0:
+        problems.append(f"oracle: reward {oracle.verdict.reward} {oracle.verdict.error or ''}".strip())
+    return CheckReport(task=task.id, ok=not problems, nop=nop, solve=solve, oracle=oracle,
+                       error="; ".join(problems) or None, notes=task.layout.notes)
+
+
+async def harbor_trajectory(runtime: Runtime, task: HarborTask, harness: str, renderer: Any, generator: Any, *,
+                            limits: Any = None, sampling: Any = None, group_id: str = "",
+                            sample_idx: int = 0) -> Trajectory:
+    """One judged episode of an imported task, driven by any generator (or a callable making one from
+    the open episode), through the same agent loop and harnesses as our own tasks."""
+    from rollout.agent_loop import run_agent
+    from rollout.harness import Harness
+
+    episode = await open_harbor_episode(runtime, task)
+    try:
+        if callable(generator) and not hasattr(generator, "generate"):
+            generator = generator(episode)
+        traj = await run_agent(generator, renderer, episode, Harness(harness), task.prompt, task_id=task.id,
+                               scale=HARBOR_SCALE, group_id=group_id or f"harbor-{task.id}", sample_idx=sample_idx,
+                               limits=limits, sampling=sampling)
+        verdict = await asyncio.to_thread(judge, task, episode.final_state(), traj.final_answer)
+    finally:
+        await episode.close()
+    traj.reward, traj.score, traj.criteria, traj.verifier_error = (verdict.reward, verdict.score, verdict.criteria,
+                                                                  verdict.error)
+    return traj

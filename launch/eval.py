@@ -1,0 +1,156 @@
+"""Evaluation sweeps: model(s) × harness × environment scale × task, n samples each, on the fabric.
+
+    progagent eval --config configs/local.yaml sweep.models=[tiny,runs/x/hf] sweep.samples=8
+
+Each (model, harness, task, scale, sample) is one judged rollout, cached in `<out>/rollouts.jsonl`
+(launch/rollout_cache.py), so an interrupted sweep run again does only what is missing. From the
+cache: `results_by_task.csv`, `results_by_scale.csv`, `results.csv` (per model and harness),
+`report.md`, `summary.json`, plots (pass rate against scale per harness: the shape of the paper's
+Figure 3; context and tool-output tokens against scale; pass@k; program structures) and W&B rows
+when enabled. The metrics are defined in launch/eval_report.py.
+
+API models (`openai:NAME`): the openai backend (rollout/generators/openai_backend.py) is text in,
+text out and the generator pool serves token backends only, so they are refused with a clear
+error until the pool grows a chat path: `build_backend` learns "openai" (plus a `base_url` in
+GeneratorSpec), GeneratorActor/GeneratorPool get `generate_chat(messages, tools, sampling)` routed
+like `generate`, `PoolClient` sets `chat_api` and forwards `generate_chat` when the pool's backend
+is a chat API, and Fabric takes the tokenizer path apart from the model (an API model has none).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import time
+from pathlib import Path
+
+import msgspec
+from rich.console import Console
+
+from launch import eval_report as rep
+from launch.config import ConfigError, TrainConfig
+from launch.rollout_cache import RolloutCache, rollout_seed
+from launch.rollouts import (
+    RolloutJob,
+    RolloutRunner,
+    check_model,
+    load_sections,
+    outcome_settings,
+    run_models,
+)
+
+console = Console()
+
+
+class SweepSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """The `sweep:` section of a config (the `eval:` section is training's before/after evaluation)."""
+
+    models: list[str] = []  # [] = the config's model.path; "tiny", HF folders (e.g. an exported checkpoint)
+    harnesses: list[str] = msgspec.field(default_factory=lambda: ["dtc", "ptc", "hybrid"])
+    scales: list[str] = msgspec.field(default_factory=lambda: list(rep.SCALES))
+    samples: int = 4  # n rollouts per (model, harness, task, scale)
+    ks: list[int] = msgspec.field(default_factory=lambda: [1, 2, 4, 8, 16])  # pass@k, k <= samples
+    out_dir: str = ""  # "" = <run.out_dir>/eval-<run.name>; fixed, so a re-run resumes
+    seed: int = 0  # base of the per-sample sampling seeds
+
+
+def validate(st: SweepSettings) -> None:
+    from rollout.harness import HARNESSES
+
+    bad = [h for h in st.harnesses if h not in HARNESSES] + [s for s in st.scales if s not in rep.SCALES]
+    if bad or st.samples < 1 or not st.harnesses or not st.scales:
+        raise ConfigError(f"sweep: unknown harnesses/scales {bad} or no work (samples={st.samples})")
+    for m in st.models:
+        check_model(m)
+
+
+def out_dir(cfg: TrainConfig, st: SweepSettings) -> Path:
+    return Path(st.out_dir or Path(cfg.run.out_dir) / f"eval-{cfg.run.name}")
+
+
+def jobs(st: SweepSettings, models: list[str], tasks: list[str]) -> list[RolloutJob]:
+    """Sample-major order: a sweep stopped early has every cell at a similar n."""
+    return [RolloutJob(m, h, t, s, k, rollout_seed(st.seed, t, s, k))
+            for k in range(st.samples) for m in models for h in st.harnesses for t in tasks for s in st.scales]
+
+
+async def sweep(cfg: TrainConfig, st: SweepSettings, runners: dict[str, RolloutRunner] | None = None) -> Path:
+    from launch.fabric import task_ids
+    from launch.metrics import MetricsLog
+
+    validate(st)
+    out = out_dir(cfg, st)
+    out.mkdir(parents=True, exist_ok=True)
+    models = st.models or [cfg.model.path]
+    tasks = task_ids(cfg)
+    todo = jobs(st, models, tasks)
+    cache = RolloutCache(out / "rollouts.jsonl", outcome_settings(cfg))
+    console.print(f"sweep: {len(todo)} rollouts ({len(models)} model(s) × {len(st.harnesses)} harness(es) × "
+                  f"{len(tasks)} task(s) × {len(st.scales)} scale(s) × {st.samples}); "
+                  f"{len(cache)} cached in {out}")
+    t0 = time.time()
+    step = max(1, len(todo) // 10)
+
+    def progress(rec) -> None:
+        if len(cache) % step == 0:
+            console.print(f"  {len(cache)} rollouts cached ({time.time() - t0:.0f} s)")
+
+    try:
+        stats = await run_models(cfg, todo, cache, runners, progress)
+    finally:
+        cache.close()
+    records = [cache.get(j.key()) for j in todo if j.key() in cache]
+    ks = sorted(k for k in set(st.ks) | {1} if k <= st.samples)
+    task_rows = rep.by_task(records, ks)
+    scale_rows = rep.summarise(task_rows, ("model", "harness", "scale"))
+    overall = rep.summarise(task_rows, ("model", "harness"))
+    rep.write_csv(task_rows, out / "results_by_task.csv")
+    rep.write_csv(scale_rows, out / "results_by_scale.csv")
+    rep.write_csv(overall, out / "results.csv")
+    header = [f"# Evaluation sweep `{out.name}`", "",
+              f"- models: {', '.join(models)}; harnesses: {', '.join(st.harnesses)}; scales: "
+              f"{', '.join(st.scales)}; {len(tasks)} task(s); n = {st.samples} per cell",
+              f"- rollouts: {stats['run']} run now, {stats['cached']} from the cache, "
+              f"{len(stats['failed'])} failed; {time.time() - t0:.0f} s"]
+    rep.write_markdown(out / "report.md", scale_rows, overall, ks, st.scales, header)
+    rep.write_plots(out, scale_rows, overall, ks, st.scales)
+    rep.write_json(out / "summary.json", {"settings": msgspec.to_builtins(st), "models": models, "tasks": tasks,
+                                          "stats": stats, "overall": overall, "by_scale": scale_rows})
+    log = MetricsLog(out, out.name, msgspec.to_builtins(cfg) | {"sweep": msgspec.to_builtins(st)},
+                     cfg.wandb.mode, cfg.wandb.project, cfg.wandb.entity)
+    for i, scale in enumerate(st.scales):  # W&B x axis = scale index: each harness's curve over v0..v3
+        log.log("sweep", i, {f"sweep/{r['model'].replace('/', '_')}/{r['harness']}/{k}": v
+                            for r in scale_rows if r["scale"] == scale for k, v in r.items()
+                            if isinstance(v, int | float)})
+    log.close()
+    console.print(f"[bold green]sweep done[/]: {stats['run']} run, {stats['cached']} cached, "
+                  f"{len(stats['failed'])} failed → {out / 'report.md'}")
+    return out
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--config", default="configs/local.yaml")
+    p.add_argument("--model", action="append", default=None, help="a model to evaluate (repeatable); "
+                   "default sweep.models or model.path")
+    p.add_argument("--out", default=None, help="output folder (a re-run with the same folder resumes)")
+    p.add_argument("overrides", nargs="*", help="key.path=value (sweep.samples=8, sweep.harnesses=[ptc], ...)")
+
+
+def run(args: argparse.Namespace) -> int:
+    import ray
+
+    extra = ([f"sweep.models={msgspec.json.encode(args.model).decode()}"] if args.model else []) + \
+        ([f"sweep.out_dir={args.out}"] if args.out else [])
+    try:
+        cfg, st = load_sections(args.config, [*args.overrides, *extra], "sweep", SweepSettings)
+        validate(st)
+    except ConfigError as exc:
+        console.print(f"[red]config error:[/] {exc}")
+        return 2
+    started = not ray.is_initialized()  # a Ray someone else started (a notebook, a test) stays up
+    try:
+        asyncio.run(sweep(cfg, st))
+    finally:
+        if started and ray.is_initialized() and cfg.ray.address is None:
+            ray.shutdown()
+    return 0

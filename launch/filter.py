@@ -1,0 +1,186 @@
+"""Difficulty filtering: keep the tasks a policy solves sometimes, at every environment scale.
+
+    progagent filter --config configs/local.yaml --model runs/x/hf filter.samples=8
+
+For each task and scale, k rollouts (default 8) of one policy under one harness (default PTC) run
+on the fabric; the pass rate is the fraction with reward 1. A task is kept when
+
+    low < pass rate < high     at every filtered scale     (defaults: 0 < p < 0.8)
+
+so tasks the policy never solves (no learning signal in a group) or nearly always solves (no signal
+either, and no headroom) are removed. Rollouts are cached in `<out>/rollouts.jsonl`
+(launch/rollout_cache.py): a re-run skips finished ones. Writes `filter_report.md` and
+`filter_report.json` (kept and removed tasks with their pass rates per scale and the reason).
+A task with rollouts missing (failed after retries) is "incomplete": neither kept nor removed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import math
+import time
+from pathlib import Path
+
+import msgspec
+from rich.console import Console
+
+from launch.config import ConfigError, TrainConfig
+from launch.rollout_cache import RolloutCache, RolloutRecord, rollout_seed
+from launch.rollouts import (
+    RolloutJob,
+    RolloutRunner,
+    check_model,
+    load_sections,
+    outcome_settings,
+    run_models,
+)
+
+console = Console()
+
+
+class FilterSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """The `filter:` section of a config."""
+
+    model: str = ""  # "" = the config's model.path; "tiny" or a HF folder (e.g. a checkpoint's export)
+    harness: str = "ptc"
+    samples: int = 8  # k rollouts per task and scale
+    scales: list[str] = msgspec.field(default_factory=lambda: ["v0", "v1", "v2", "v3"])
+    low: float = 0.0  # keep when low < pass rate < high at every scale (both strict)
+    high: float = 0.8
+    out_dir: str = ""  # "" = <run.out_dir>/filter-<run.name>; fixed, so a re-run resumes
+    seed: int = 0  # base of the per-sample sampling seeds
+
+
+class TaskDecision(msgspec.Struct, frozen=True):
+    task: str
+    decision: str  # "kept" | "removed" | "incomplete"
+    reason: str
+    passes: dict[str, int]  # scale -> rollouts with reward 1
+    rollouts: dict[str, int]  # scale -> rollouts finished
+    pass_rates: dict[str, float]
+
+
+def decide(task: str, records: list[RolloutRecord], st: FilterSettings) -> TaskDecision:
+    """Removed as soon as one finished scale is outside the bounds; kept only when all are inside."""
+    passes = {s: sum(r.passed for r in records if r.scale == s) for s in st.scales}
+    done = {s: sum(1 for r in records if r.scale == s) for s in st.scales}
+    rates = {s: passes[s] / done[s] if done[s] else float("nan") for s in st.scales}
+    missing = [s for s in st.scales if done[s] < st.samples]
+    too_hard = [s for s in st.scales if s not in missing and rates[s] <= st.low]
+    too_easy = [s for s in st.scales if s not in missing and rates[s] >= st.high]
+
+    def at(scales: list[str]) -> str:
+        return ", ".join(f"{s} ({passes[s]}/{done[s]})" for s in scales)
+
+    if too_hard or too_easy:  # decided even when other scales are still missing
+        why = [f"too hard (pass rate <= {st.low:g}) at {at(too_hard)}"] if too_hard else []
+        why += [f"too easy (pass rate >= {st.high:g}) at {at(too_easy)}"] if too_easy else []
+        reason = "; ".join(why)
+        return TaskDecision(task, "removed", reason, passes, done, rates)
+    if missing:
+        return TaskDecision(task, "incomplete", f"rollouts missing at {at(missing)}", passes, done, rates)
+    reason = f"{st.low:g} < pass rate < {st.high:g} at {at(st.scales)}"
+    return TaskDecision(task, "kept", reason, passes, done, rates)
+
+
+def out_dir(cfg: TrainConfig, st: FilterSettings) -> Path:
+    return Path(st.out_dir or Path(cfg.run.out_dir) / f"filter-{cfg.run.name}")
+
+
+def validate(st: FilterSettings) -> None:
+    from envs.library import SCALE_NAMES
+    from rollout.harness import HARNESSES
+
+    if st.harness not in HARNESSES or any(s not in SCALE_NAMES for s in st.scales) or not st.scales:
+        raise ConfigError(f"filter: harness must be one of {HARNESSES} and scales among {SCALE_NAMES}")
+    if st.samples < 1 or not 0.0 <= st.low < st.high <= 1.0:
+        raise ConfigError(f"filter: need samples >= 1 and 0 <= low < high <= 1 (got {st.samples}, {st.low}, "
+                          f"{st.high})")
+    if st.model:
+        check_model(st.model)
+
+
+def write_report(out: Path, model: str, st: FilterSettings, decisions: list[TaskDecision], stats: dict) -> Path:
+    kept = [d.task for d in decisions if d.decision == "kept"]
+    removed = [d.task for d in decisions if d.decision == "removed"]
+    incomplete = [d.task for d in decisions if d.decision == "incomplete"]
+    payload = {"model": model, "harness": st.harness, "samples": st.samples, "scales": st.scales,
+               "bounds": {"low": st.low, "high": st.high, "strict": True}, "kept": kept, "removed": removed,
+               "incomplete": incomplete, "rollouts": stats,
+               "tasks": [msgspec.to_builtins(d) | {"pass_rates": {s: None if math.isnan(r) else r  # no NaN in JSON
+                                                                  for s, r in d.pass_rates.items()}}
+                         for d in decisions]}
+    (out / "filter_report.json").write_text(json.dumps(payload, indent=2))
+    lines = [f"# Difficulty filter `{out.name}`", "",
+             f"- policy `{model}`, harness {st.harness.upper()}, k = {st.samples} rollouts per task and scale",
+             f"- kept when {st.low:g} < pass rate < {st.high:g} at every scale ({', '.join(st.scales)})",
+             f"- **{len(kept)} kept**, {len(removed)} removed, {len(incomplete)} incomplete, of {len(decisions)}",
+             f"- rollouts: {stats['run']} run now, {stats['cached']} cached, {len(stats['failed'])} failed",
+             "", "| task | " + " | ".join(st.scales) + " | decision | reason |",
+             "|---|" + "---:|" * len(st.scales) + "---|---|"]
+    for d in decisions:
+        cells = [f"{d.passes[s]}/{d.rollouts[s]}" + (f" ({d.pass_rates[s]:.2f})" if d.rollouts[s] else "")
+                 for s in st.scales]
+        lines.append(f"| {d.task} | " + " | ".join(cells) + f" | {d.decision} | {d.reason} |")
+    lines += ["", "Kept tasks as a config override:", "", f"    tasks.tasks=[{','.join(kept)}]"]
+    (out / "filter_report.md").write_text("\n".join(lines) + "\n")
+    return out / "filter_report.md"
+
+
+async def filter_tasks(cfg: TrainConfig, st: FilterSettings,
+                       runner: RolloutRunner | None = None) -> tuple[Path, list[TaskDecision]]:
+    from launch.fabric import task_ids
+
+    validate(st)
+    out = out_dir(cfg, st)
+    out.mkdir(parents=True, exist_ok=True)
+    model = st.model or cfg.model.path
+    tasks = task_ids(cfg)
+    # sample-major: an interrupted run has every (task, scale) at a similar count
+    todo = [RolloutJob(model, st.harness, t, s, k, rollout_seed(st.seed, t, s, k))
+            for k in range(st.samples) for t in tasks for s in st.scales]
+    cache = RolloutCache(out / "rollouts.jsonl", outcome_settings(cfg))
+    console.print(f"filter: {len(tasks)} task(s) × {len(st.scales)} scale(s) × k={st.samples} with {model} "
+                  f"({st.harness}); {len(cache)} rollouts cached in {out}")
+    t0 = time.time()
+    try:
+        stats = await run_models(cfg, todo, cache, {model: runner} if runner else None)
+    finally:
+        cache.close()
+    stats["seconds"] = round(time.time() - t0, 1)
+    records = [r for r in map(cache.get, (j.key() for j in todo)) if r is not None]
+    decisions = [decide(t, [r for r in records if r.task == t], st) for t in tasks]
+    report = write_report(out, model, st, decisions, stats)
+    kept = sum(d.decision == "kept" for d in decisions)
+    console.print(f"[bold green]filter done[/]: {kept} of {len(tasks)} kept → {report}")
+    return out, decisions
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--config", default="configs/local.yaml")
+    p.add_argument("--model", default=None,
+                   help="policy: 'tiny' or a HF folder (default filter.model or model.path)")
+    p.add_argument("--out", default=None, help="output folder (a re-run with the same folder resumes)")
+    p.add_argument("overrides", nargs="*", help="key.path=value (filter.samples=8, filter.high=0.8, ...)")
+
+
+def run(args: argparse.Namespace) -> int:
+    import ray
+
+    extra = [f"filter.model={args.model}"] if args.model else []
+    extra += [f"filter.out_dir={args.out}"] if args.out else []
+    try:
+        cfg, st = load_sections(args.config, [*args.overrides, *extra], "filter", FilterSettings)
+        validate(st)
+    except ConfigError as exc:
+        console.print(f"[red]config error:[/] {exc}")
+        return 2
+    started = not ray.is_initialized()  # a Ray someone else started (a notebook, a test) stays up
+    try:
+        _, decisions = asyncio.run(filter_tasks(cfg, st))
+    finally:
+        if started and ray.is_initialized() and cfg.ray.address is None:
+            ray.shutdown()
+    return 1 if any(d.decision == "incomplete" for d in decisions) else 0

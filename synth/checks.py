@@ -1,0 +1,159 @@
+"""The non-LLM checks of a candidate task, through the real sandboxed runtime and the judge.
+
+- `execute`: load the folder, build one scale (twice: deterministic?), the untouched environment must
+  fail, the oracle must pass (run cell by cell in a sandboxed kernel with the task's MCP server,
+  judged outside), every wrong solution must fail. Its problems are the repair prompt.
+- `audit`: the oracle and an independent solver (an API model through the PTC harness, seeing only
+  the instruction and the tools) at the audit scale; the solver's run is summarised for a diagnosis.
+- `validate`: the task library's full validator (envs/validate.py) at all four scales.
+
+The task's data.py, tools.py and verify.py run in this process (as in the validator and the task
+server); only programs (oracle, wrong solutions, the solver's) run in the sandbox. Run synthesis
+where model-written code may run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import traceback
+from pathlib import Path
+from typing import Any
+
+from envs.library import Task, TaskLoadError, load_task
+from envs.runtime.episode import Runtime
+from envs.task_env import EnvironmentCache, judge
+from envs.taskcheck import env_stats, tree_digest
+from envs.validate import SolutionRun, run_solution, validate_task
+from rollout.agent_loop import ChatRenderer, LoopLimits
+from rollout.teacher import generator_trajectory
+from rollout.types import SamplingParams, Trajectory
+from synth.config import AuditConfig
+
+MAX_FEEDBACK_CHARS = 1_500
+
+
+def _tail(text: str, limit: int = MAX_FEEDBACK_CHARS) -> str:
+    """The end of a long text, cut at a line start."""
+    if len(text) <= limit:
+        return text
+    cut = text[-limit:]
+    return "…\n" + cut[cut.find("\n") + 1:] if "\n" in cut else cut
+
+
+def _exc_text(exc: BaseException, folder: Path) -> str:
+    """A traceback the model can act on: its own files by name, the tail only."""
+    return _tail("".join(traceback.format_exception(exc)).replace(str(folder) + "/", ""))
+
+
+def _run_problems(label: str, run: SolutionRun) -> list[str]:
+    if run.verdict.reward == 1.0:
+        return []
+    failed = [k for k, v in run.verdict.criteria.items() if not v]
+    parts = [f"{label} fails the verifier"]
+    if run.verdict.error:
+        parts.append(f"verify() raised: {run.verdict.error}")
+    elif failed:
+        parts.append(f"failed criteria {failed}")
+    parts.append(f"final_answer={run.answer[-300:]!r}")
+    if run.errors:
+        parts.append("program error:\n" + _tail(run.errors[0]))
+    elif run.outputs:
+        parts.append("last printed output:\n" + _tail(run.outputs[-1], 600))
+    return ["; ".join(parts[:3]) + ("\n" + "\n".join(parts[3:]) if parts[3:] else "")]
+
+
+def load(folder: Path) -> tuple[Task | None, list[str]]:
+    try:
+        task = load_task(folder)
+        n = len(task.tool_functions())
+    except TaskLoadError as exc:
+        return None, [str(exc).replace(str(folder) + "/", "")]
+    problems = [] if n >= 5 else [f"only {n} tools (at least 5 required)"]
+    if len(task.wrong_solutions()) < 2:
+        problems.append(f"only {len(task.wrong_solutions())} wrong solutions in wrong/ (at least 2 required)")
+    return task, problems
+
+
+async def execute(runtime: Runtime, folder: Path, cache: EnvironmentCache, scale: str = "v0") -> dict[str, Any]:
+    """{"ok", "problems", "stats", "oracle": {...}, "wrong": {name: reward}}."""
+    task, problems = load(folder)
+    out: dict[str, Any] = {"scale": scale, "problems": problems}
+    if task is None:
+        out["ok"] = False
+        return out
+    try:
+        built = await asyncio.to_thread(cache.get, task, scale)
+        again = cache.root / "again" / task.id / scale
+        await asyncio.to_thread(task.build, again, scale)
+        if await asyncio.to_thread(tree_digest, built) != await asyncio.to_thread(tree_digest, again):
+            problems.append(f"{scale}: building twice gives different bytes (data.py must use only "
+                            "random.Random(seed), fixed insertion order, no time or hash())")
+        out["stats"] = env_stats(built)
+    except Exception as exc:  # noqa: BLE001 - the model's data.py failing is feedback, not a crash
+        problems.append(f"data.py build({scale}) raised:\n{_exc_text(exc, folder)}")
+        out["ok"] = False
+        return out
+    untouched = await asyncio.to_thread(judge, task, scale, built, "", cache)
+    if untouched.error:
+        problems.append(f"verify() raised on the untouched environment: {untouched.error}")
+    elif untouched.reward == 1.0:
+        problems.append(f"{scale}: the verifier passes the untouched environment with an empty answer")
+    programs = {"oracle": task.oracle_source, **{f"wrong/{n}.py": s for n, s in task.wrong_solutions().items()}}
+    runs = await asyncio.gather(*(run_solution(runtime, task, scale, cache, src) for src in programs.values()),
+                                return_exceptions=True)
+    out["wrong"] = {}
+    for name, run in zip(programs, runs, strict=True):
+        if isinstance(run, BaseException):
+            problems.append(f"running {name} failed:\n{_exc_text(run, folder)}")
+        elif name == "oracle":
+            out["oracle"] = {"reward": run.verdict.reward, "criteria": run.verdict.criteria, "answer": run.answer,
+                             "calls": len(run.calls), "seconds": round(run.seconds, 2)}
+            problems += _run_problems("the oracle", run)
+        else:
+            out["wrong"][name] = run.verdict.reward
+            if run.verdict.reward == 1.0:
+                problems.append(f"{scale}: the verifier passes {name} (its mistake must be rejected)")
+            elif run.errors:  # rejected, but for crashing: it does not test the verifier
+                problems.append(f"{name} stopped with an error instead of making its mistake (a wrong solution "
+                                f"must run to the end):\n{_tail(run.errors[0], 600)}")
+    out["ok"] = not problems
+    return out
+
+
+def summarize_trajectory(traj: Trajectory, max_chars: int = 800) -> list[dict[str, Any]]:
+    """The solver's turns as a diagnosis can read them: each program and the start of what it printed."""
+    turns = []
+    for t in traj.turns:
+        code = [c["arguments"].get("code", "") for c in t.calls if isinstance(c.get("arguments"), dict)]
+        turns.append({"action": t.action, "program": "\n".join(code)[:4 * max_chars] or None,
+                      "printed": "\n".join(t.observations)[:max_chars] or None, "errors": t.errors[:3],
+                      "text": t.text[:max_chars] if t.action == "answer" else None})
+    return turns
+
+
+async def audit(runtime: Runtime, task: Task, cache: EnvironmentCache, renderer: ChatRenderer, generator: Any,
+                cfg: AuditConfig, temperature: float) -> dict[str, Any]:
+    """The oracle and the independent solver at the audit scale; "ok" when both pass."""
+    limits = LoopLimits(max_turns=cfg.max_turns, max_context_tokens=cfg.max_context_tokens,
+                        max_new_tokens=cfg.max_new_tokens)
+    sampling = SamplingParams(temperature=temperature, max_new_tokens=cfg.max_new_tokens)
+    oracle, traj = await asyncio.gather(
+        run_solution(runtime, task, cfg.scale, cache, task.oracle_source),
+        generator_trajectory(runtime, task, cfg.scale, cfg.harness, renderer, cache, generator, limits=limits,
+                             sampling=sampling, group_id=f"audit-{task.id}"))
+    out: dict[str, Any] = {"scale": cfg.scale, "oracle": {"reward": oracle.verdict.reward, "answer": oracle.answer,
+                                                          "criteria": oracle.verdict.criteria}}
+    problems = _run_problems(f"the oracle at {cfg.scale}", oracle)
+    out["solver"] = {"reward": traj.reward, "score": traj.score, "criteria": traj.criteria,
+                     "verifier_error": traj.verifier_error, "termination": traj.termination,
+                     "final_answer": traj.final_answer, "turns": summarize_trajectory(traj)}
+    out["problems"] = problems
+    out["ok"] = not problems and traj.reward == 1.0
+    return out
+
+
+async def validate(runtime: Runtime, task: Task, cache: EnvironmentCache) -> dict[str, Any]:
+    """The library validator's report, plus the fingerprint of what must be identical across scales."""
+    report = await validate_task(runtime, task, cache)
+    report["fingerprint"] = task.fingerprint()
+    return report

@@ -1,0 +1,143 @@
+"""The synthesis configuration (configs/synth.yaml) decoded into msgspec Structs.
+
+    cfg = load_synth_config("configs/synth.yaml", overrides=["max_repair_rounds=2", "domains=[library]"])
+
+Every LLM stage names its own model and endpoint, so intents can come from one model, construction
+from a stronger one, and the audit from a *different* one (an independent solver: a model auditing
+its own task shares its blind spots). An endpoint is any OpenAI-compatible base URL: an external
+API, or a model served by our own generator pool.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import yaml
+
+from envs.runtime.config import RuntimeConfig
+
+#: LLM stages of the pipeline, in order (also the keys of `models`)
+LLM_STAGES = ("intents", "construct", "verifier", "repair", "audit", "diagnose")
+
+
+class ConfigError(ValueError):
+    """A config that cannot be used; the message names the file and the field."""
+
+
+class ModelSpec(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    model: str
+    #: None: $PROGAGENT_SYNTH_BASE_URL, else $OPENAI_BASE_URL, else the OpenAI API
+    base_url: str | None = None
+    #: environment variable holding the key; None: $PROGAGENT_SYNTH_API_KEY, else $OPENAI_API_KEY
+    api_key_env: str | None = None
+    #: None: not sent (OpenAI reasoning models accept only their default)
+    temperature: float | None = 0.7
+    max_tokens: int = 16_384
+    #: the request field carrying max_tokens: "max_completion_tokens" for OpenAI reasoning models
+    max_tokens_field: str = "max_tokens"
+    timeout_s: float = 600.0
+    max_retries: int = 3
+    #: passed as the request's extra_body (vendor options such as reasoning effort)
+    extra_body: dict[str, Any] = {}
+
+    def endpoint(self) -> tuple[str | None, str]:
+        """(base_url, api_key) resolved from the spec and the environment."""
+        base_url = self.base_url or os.environ.get("PROGAGENT_SYNTH_BASE_URL") or os.environ.get("OPENAI_BASE_URL")
+        key = os.environ.get(self.api_key_env, "") if self.api_key_env else ""
+        key = key or os.environ.get("PROGAGENT_SYNTH_API_KEY") or os.environ.get("OPENAI_API_KEY") or "EMPTY"
+        return base_url, key
+
+
+class StageModels(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """The model of each LLM stage; verifier and repair default to construct, diagnose to audit."""
+
+    construct: ModelSpec
+    audit: ModelSpec
+    intents: ModelSpec | None = None
+    verifier: ModelSpec | None = None
+    repair: ModelSpec | None = None
+    diagnose: ModelSpec | None = None
+
+    def for_stage(self, stage: str) -> ModelSpec:
+        if stage not in LLM_STAGES:
+            raise KeyError(f"unknown LLM stage {stage!r}; expected one of {', '.join(LLM_STAGES)}")
+        spec = getattr(self, stage)
+        if spec is not None:
+            return spec
+        return self.audit if stage == "diagnose" else self.construct
+
+
+class AuditConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    scale: str = "v3"  # the paper audits at the largest scale
+    harness: str = "ptc"
+    max_turns: int = 20
+    max_context_tokens: int = 262_144
+    max_new_tokens: int = 16_384
+    #: a failed audit that the diagnosis blames on the solver (not the task) still passes
+    accept_solver_errors: bool = True
+    #: Hugging Face tokenizer folder used to record the auditor's trajectory ("": the project tokenizer)
+    tokenizer: str = ""
+
+
+class SynthConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    models: StageModels
+    domains: list[str] = msgspec.field(default_factory=lambda: ["retail"])
+    intents_per_domain: int = 2
+    #: stop after this many candidates (0: every intent)
+    max_candidates: int = 0
+    #: repair rounds per candidate (oracle, audit and validator failures share them), then discard
+    max_repair_rounds: int = 3
+    #: a reply that cannot be parsed is sent back with the parse error this many times
+    format_retries: int = 1
+    #: candidates synthesized at once
+    concurrency: int = 2
+    #: a shipped task shown to the constructing model as a style reference ("": none)
+    example_task: str = "retail_clearance_markdown"
+    #: where accepted tasks are written ("": OUT/library); load_library() can load it
+    library_dir: str = ""
+    #: the scale of the first execution (and of the repair loop's quick checks)
+    execute_scale: str = "v0"
+    audit: AuditConfig = AuditConfig()
+    runtime: RuntimeConfig = RuntimeConfig(warm_pool=2, program_timeout_s=120.0)
+
+    def __post_init__(self) -> None:
+        construct, audit = self.models.for_stage("construct"), self.models.for_stage("audit")
+        if construct.model == audit.model:
+            raise ConfigError(f"models.audit must be a different model from models.construct "
+                              f"(both are {audit.model!r}): the audit is an independent solver")
+        if not self.domains:
+            raise ConfigError("domains: at least one domain is needed")
+
+
+def _set(tree: dict[str, Any], dotted: str, value: Any) -> None:
+    keys = dotted.split(".")
+    node = tree
+    for k in keys[:-1]:
+        node = node.setdefault(k, {})
+        if not isinstance(node, dict):
+            raise ConfigError(f"override {dotted!r}: {k!r} is not a section")
+    node[keys[-1]] = value
+
+
+def load_synth_config(path: str | Path | None = None, overrides: list[str] | None = None) -> SynthConfig:
+    """Decode YAML plus `dotted.key=value` overrides (values parsed as YAML)."""
+    tree: dict[str, Any] = {}
+    if path is not None:
+        try:
+            tree = yaml.safe_load(Path(path).read_text()) or {}
+        except (OSError, yaml.YAMLError) as exc:
+            raise ConfigError(f"{path}: cannot read the config: {exc}") from exc
+        if not isinstance(tree, dict):
+            raise ConfigError(f"{path}: the top level must be a mapping")
+    for item in overrides or []:
+        key, sep, raw = item.partition("=")
+        if not sep or not key:
+            raise ConfigError(f"override {item!r}: expected key.path=value")
+        _set(tree, key.strip(), yaml.safe_load(raw))
+    try:
+        return msgspec.convert(tree, SynthConfig, strict=False)
+    except msgspec.ValidationError as exc:
+        raise ConfigError(f"{path or 'config'}: {exc}") from exc

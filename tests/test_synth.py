@@ -1,0 +1,268 @@
+"""The synthesis pipeline for real on replayed chat.completions: only the remote LLM API is replayed.
+
+The replayed models build `library_overdue_fines`: an intent, the environment, a verifier with an oracle
+(and wrong solutions) that crash on a misnamed tool argument, the repair, and an independent auditor's
+PTC trajectory at v3. Everything else — sandboxed runtime, task server, judge, validator — runs as in
+production.
+"""
+
+import argparse
+import asyncio
+import json
+import shutil
+from pathlib import Path
+
+import httpx
+import pytest
+
+from envs.library import load_library
+from launch import synth_cli
+from rollout.tiny_model import train_tokenizer
+from synth.config import load_synth_config
+from synth.llm import LLM
+from synth.parse import ResponseFormatError, parse_files, parse_json
+from synth.pipeline import Pipeline
+from synth.prompts import CONSTRUCT_FILES, IntentList
+from synth.records import Store
+
+FIX = Path(__file__).parent / "fixtures" / "synth_replay"
+TASK = "library_overdue_fines"
+PLANNER, BUILDER, AUDITOR = "planner-mini-2026-06", "builder-large-2026-09", "auditor-pro-2026-08"
+HAPPY = ["intents_library", "construct", "verifier_broken", "repair_oracle",
+         "audit_1_files", "audit_2_rules", "audit_3_assess", "audit_4_answer"]
+
+
+def recorded(name: str) -> dict:
+    return json.loads((FIX / f"{name}.json").read_text())
+
+
+class Replay:
+    """An HTTP transport that answers chat.completions with recorded responses, in order."""
+
+    def __init__(self, names: list[str]):
+        self.queue = [recorded(n) for n in names]
+        self.requests: list[dict] = []
+
+    def handler(self, request: httpx.Request) -> httpx.Response:
+        assert request.url.path.endswith("/chat/completions")
+        body = json.loads(request.content)
+        self.requests.append(body)
+        assert self.queue, f"unexpected request for {body['model']}"
+        response = self.queue.pop(0)
+        assert body["model"] == response["model"], "the stage asked the wrong model"
+        return httpx.Response(200, json=response)
+
+    def client(self) -> httpx.AsyncClient:
+        return httpx.AsyncClient(transport=httpx.MockTransport(self.handler))
+
+
+@pytest.fixture(scope="module")
+def tokenizer_dir(tmp_path_factory):
+    """A small byte-level tokenizer of the project's kind, to record the auditor's trajectory quickly."""
+    out = tmp_path_factory.mktemp("tok")
+    texts = [json.dumps(recorded(n)) for n in HAPPY] * 3
+    train_tokenizer(texts, 600).save_pretrained(out)
+    return out
+
+
+def config(tokenizer_dir: Path, *overrides: str):
+    url = "http://replay.invalid/v1"
+    return load_synth_config("configs/synth.yaml", [
+        "domains=[library]", "intents_per_domain=1", "concurrency=1", "max_repair_rounds=2",
+        f"models={{intents: {{model: {PLANNER}, base_url: '{url}'}}, construct: {{model: {BUILDER}, "
+        f"base_url: '{url}'}}, audit: {{model: {AUDITOR}, base_url: '{url}'}}}}",
+        f"audit.tokenizer={tokenizer_dir}", "audit.max_turns=8", "runtime.program_timeout_s=60", *overrides])
+
+
+def synthesize(cfg, out: Path, replay: Replay):
+    return asyncio.run(Pipeline(cfg, out, http_client=replay.client()).run())
+
+
+@pytest.fixture(scope="module")
+def happy(tmp_path_factory, tokenizer_dir):
+    out = tmp_path_factory.mktemp("synth") / "out"
+    replay = Replay(HAPPY)
+    summary = synthesize(config(tokenizer_dir), out, replay)
+    return out, summary, replay
+
+
+def test_pipeline_accepts_a_task_that_passes_the_validator(happy):
+    out, summary, replay = happy
+    assert not summary.errors and replay.queue == []
+    assert summary.accepted == [TASK]
+    outcome = summary.outcomes[0]
+    assert (outcome.status, outcome.revision, outcome.domain) == ("accepted", 1, "library")
+    tasks, errors = load_library(out / "library")
+    assert list(tasks) == [TASK] and errors == {}
+    store = Store(out)
+    report = store.load(store.stage_path(TASK, 1, "validate"))
+    assert report.ok and report.outputs["problems"] == []
+    sizes = [report.outputs["scales"][s]["db_bytes"] for s in ("v0", "v1", "v2", "v3")]
+    assert sizes == sorted(sizes) and sizes[0] < sizes[-1]
+    audit = store.load(store.stage_path(TASK, 1, "audit"))
+    assert audit.ok and audit.model == AUDITOR and audit.outputs["scale"] == "v3"
+    assert audit.outputs["solver"]["final_answer"].endswith("ANSWER: 168; 1032.09")
+    assert audit.outputs["solver"]["turns"][0]["program"].startswith('r = tools["list_files"]()')
+    # the auditor saw what a policy sees: the instruction and the PTC tool, nothing of the verifier or oracle
+    first = replay.requests[HAPPY.index("audit_1_files")]
+    assert [t["function"]["name"] for t in first["tools"]] == ["programmatic_tool_call"]
+    assert "verify" not in json.dumps(first["messages"]) and "Riverbend" in first["messages"][1]["content"]
+    # the library copy is the accepted revision, byte for byte
+    for p in (store.task_dir(TASK, 1)).rglob("*.py"):
+        rel = p.relative_to(store.task_dir(TASK, 1))
+        assert "__pycache__" in rel.parts or (out / "library" / TASK / rel).read_bytes() == p.read_bytes()
+
+
+def test_failed_oracle_is_repaired_and_recorded(happy):
+    out, _, replay = happy
+    store = Store(out)
+    failed = store.load(store.stage_path(TASK, 0, "execute"))
+    assert not failed.ok and "oracle fails the verifier" in failed.error and "reason_code" in failed.error
+    repair = store.load(store.stage_path(TASK, 1, "repair"))
+    assert repair.ok and repair.model == BUILDER and set(repair.outputs["result"]) == {
+        "oracle.py", "wrong/first_page_only.py", "wrong/ignores_eastgate_closure.py",
+        "wrong/ignores_junior_exemption.py"}
+    # the execution's errors were fed back to the constructing model
+    sent = replay.requests[HAPPY.index("repair_oracle")]["messages"][-1]["content"]
+    assert "failed the execute check" in sent and failed.error in sent
+    assert store.load(store.stage_path(TASK, 1, "execute")).ok
+    assert [(r.revision, r.stage) for r in store.records(TASK)] == [
+        (0, "construct"), (0, "verifier"), (0, "execute"), (1, "repair"), (1, "execute"), (1, "audit"),
+        (1, "validate")]
+
+
+def test_token_cost_is_recorded_per_stage(happy):
+    out, summary, _ = happy
+
+    def usage(*names):
+        u = [recorded(n)["usage"] for n in names]
+        return (sum(x["prompt_tokens"] for x in u), sum(x["completion_tokens"] for x in u), len(u))
+
+    expected = {"intents": usage("intents_library"), "construct": usage("construct"),
+                "verifier": usage("verifier_broken"), "repair": usage("repair_oracle"),
+                "audit": usage(*HAPPY[4:]), "execute": (0, 0, 0), "validate": (0, 0, 0)}
+    got = {k: (u.prompt_tokens, u.completion_tokens, u.requests) for k, u in summary.usage_by_stage.items()}
+    assert got == expected
+    store = Store(out)
+    assert store.load(store.intents_path("library")).model == PLANNER
+    assert {r.stage: r.model for r in store.records(TASK)}["construct"] == BUILDER
+    assert summary.outcomes[0].usage_by_stage["repair"].completion_tokens == expected["repair"][1]
+
+
+def test_rerun_skips_finished_stages(happy, tmp_path, tokenizer_dir):
+    out = tmp_path / "out"
+    shutil.copytree(happy[0], out)
+    replay = Replay([])
+    again = synthesize(config(tokenizer_dir), out, replay)  # a finished candidate: nothing to do
+    assert replay.requests == [] and again.accepted == [TASK] and again.stages_run == {}
+    Store(out).outcome_path(TASK).unlink()  # walk every stage again: all are recorded
+    shutil.rmtree(out / "library")
+    again = synthesize(config(tokenizer_dir), out, replay)
+    assert replay.requests == [] and again.accepted == [TASK] and again.stages_run == {}
+    assert again.stages_skipped == {"intents": 1, "construct": 1, "verifier": 1, "execute": 2, "repair": 1,
+                                    "audit": 1, "validate": 1}
+    assert list(load_library(out / "library")[0]) == [TASK]
+
+
+def test_candidate_failing_after_max_rounds_is_discarded(happy, tmp_path, tokenizer_dir):
+    out = tmp_path / "out"
+    shutil.copytree(happy[0], out)  # keep r0 (construct, verifier, failed execute); repair it differently
+    store = Store(out)
+    for p in store.candidate_dir(TASK).glob("stages/r1-*.json"):
+        p.unlink()
+    store.outcome_path(TASK).unlink()
+    shutil.rmtree(out / "library")
+    replay = Replay(["repair_still_wrong"])
+    summary = synthesize(config(tokenizer_dir, "max_repair_rounds=1"), out, replay)
+    assert replay.queue == [] and summary.accepted == []
+    outcome = summary.outcomes[0]
+    assert (outcome.status, outcome.repair_rounds) == ("discarded", 1)
+    assert outcome.reason.startswith("execute check failed after 1 repair round(s)")
+    assert "fined_exactly_the_liable_loans" in outcome.reason  # the repair's off-by-one grace check
+    assert summary.stages_run == {"repair": 1, "execute": 1} and not (out / "library" / TASK).exists()
+    assert json.loads((out / "summary.json").read_text())["outcomes"][0]["status"] == "discarded"
+    # the repair prompt carried the failed execution's errors
+    assert store.load(store.stage_path(TASK, 0, "execute")).error in replay.requests[0]["messages"][-1]["content"]
+
+
+@pytest.mark.parametrize("verdict", ["solver_error", "task_defect"])
+def test_failed_audit_is_diagnosed(happy, tmp_path, tokenizer_dir, verdict):
+    out = tmp_path / "out"
+    shutil.copytree(happy[0], out)
+    store = Store(out)
+    store.stage_path(TASK, 1, "audit").unlink()  # audit again, this time with a solver that misses a rule
+    store.outcome_path(TASK).unlink()
+    shutil.rmtree(out / "library")
+    replay = Replay(["audit_1_files", "audit_2_rules", "audit_wrong_3_assess", "audit_wrong_4_answer",
+                     f"diagnose_{verdict}"])
+    # at v0 to keep the test short (the happy path audits at v3): the solver's mistake fails at every scale
+    summary = synthesize(config(tokenizer_dir, "max_repair_rounds=1", "audit.scale=v0"), out, replay)
+    assert replay.queue == []
+    audit = store.load(store.stage_path(TASK, 1, "audit"))
+    assert not audit.ok and audit.outputs["solver"]["reward"] == 0.0
+    assert audit.outputs["oracle"]["reward"] == 1.0 and "ANSWER: 177" in audit.outputs["solver"]["final_answer"]
+    diagnosis = store.load(store.stage_path(TASK, 1, "diagnose"))
+    assert diagnosis.model == AUDITOR and diagnosis.outputs["result"]["verdict"] == verdict
+    sent = replay.requests[-1]["messages"][-1]["content"]
+    assert "ANSWER: 177; 1070.34" in sent and "verify.py" in sent  # the auditor's run and the task's files
+    outcome = summary.outcomes[0]
+    if verdict == "solver_error":  # the task is consistent: the solver's mistake does not count against it
+        assert outcome.status == "accepted" and summary.stages_run == {"audit": 1, "diagnose": 1}
+    else:  # no repair rounds left
+        assert outcome.status == "discarded" and outcome.reason.startswith("audit check failed after 1")
+        assert "issued at Eastgate" in outcome.reason
+
+
+async def test_malformed_reply_is_sent_back_once():
+    good = recorded("construct")
+    cut = json.loads(json.dumps(good))
+    text = cut["choices"][0]["message"]["content"]
+    cut["choices"][0]["message"]["content"] = text[: text.index("### FILE: tools.py") + 200]
+    cut["choices"][0]["finish_reason"] = "length"
+    queue = [cut, good]
+    seen = []
+
+    def handler(request):
+        seen.append(json.loads(request.content))
+        return httpx.Response(200, json=queue.pop(0))
+
+    cfg = load_synth_config("configs/synth.yaml", [f"models.construct.model={BUILDER}", "format_retries=1"])
+    llm = LLM(httpx.AsyncClient(transport=httpx.MockTransport(handler)))
+    files, replies = await llm.ask(cfg.models.for_stage("construct"), [{"role": "user", "content": "build"}],
+                                   lambda t: parse_files(t, lambda p: p in CONSTRUCT_FILES, CONSTRUCT_FILES))
+    await llm.close()
+    assert sorted(files) == sorted(CONSTRUCT_FILES) and len(replies) == 2
+    assert seen[0]["max_completion_tokens"] == 32768 and "temperature" not in seen[0]  # as configs/synth.yaml says
+    retry = seen[1]["messages"][-1]["content"]
+    assert "never closed" in retry and "cut off at the token limit" in retry
+
+
+def test_cli(happy, tmp_path, capsys):
+    parser = argparse.ArgumentParser()
+    synth_cli.add_arguments(parser)
+    assert synth_cli.run(parser.parse_args(["status", "--out", str(happy[0])])) == 0
+    assert "accepted" in capsys.readouterr().out
+    args = parser.parse_args(["run", "--out", str(tmp_path), "domains=[library]", f"models.audit.model={BUILDER}",
+                              f"models.construct.model={BUILDER}"])
+    assert synth_cli.run(args) == 2 and "independent solver" in " ".join(capsys.readouterr().out.split())
+
+
+def test_parsers_explain_malformed_output():
+    allowed = lambda p: p in CONSTRUCT_FILES  # noqa: E731
+    with pytest.raises(ResponseFormatError, match="not followed by a fenced code block"):
+        parse_files("### FILE: data.py\nprint(1)\n", allowed)
+    with pytest.raises(ResponseFormatError, match="lacks tools.py"):
+        parse_files("### FILE: data.py\n```python\nx = 1\n```", allowed, ("data.py", "tools.py"))
+    with pytest.raises(ResponseFormatError, match="relative to the task folder"):
+        parse_files("### FILE: ../evil.py\n```python\nx = 1\n```", lambda p: True)
+    with pytest.raises(ResponseFormatError, match="no files"):
+        parse_files("I could not do it.", allowed)
+    # a longer fence around a file with ``` inside; the path in the info string; the JSON form
+    md = "### FILE: instruction.md\n````markdown\nUse\n```\ncode\n```\n````\n"
+    assert parse_files(md, allowed)["instruction.md"] == "Use\n```\ncode\n```\n"
+    assert parse_files("```python title=data.py\nx = 1\n```", allowed) == {"data.py": "x = 1\n"}
+    assert parse_files('{"files": {"tools.py": "y = 2"}}', allowed) == {"tools.py": "y = 2\n"}
+    intents = parse_json(recorded("intents_library")["choices"][0]["message"]["content"], IntentList)
+    assert intents.intents[0].task_id == TASK
+    with pytest.raises(ResponseFormatError, match="required shape"):
+        parse_json('```json\n{"intents": [{"title": "x"}]}\n```', IntentList)
