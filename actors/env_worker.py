@@ -15,7 +15,7 @@ from typing import Any
 import msgspec
 import ray
 
-from actors.generator_pool import PoolClient
+from actors.generator_pool import PoolClient, resolve_tokenizer
 from envs.library import LIBRARY_DIR, get_task
 from envs.runtime.config import RuntimeConfig
 from envs.runtime.episode import Runtime
@@ -53,8 +53,9 @@ class EnvWorker:
         from transformers import AutoTokenizer
 
         self.cfg = cfg
-        self.renderer = ChatRenderer(AutoTokenizer.from_pretrained(tokenizer_path))
+        self.renderer = ChatRenderer(AutoTokenizer.from_pretrained(resolve_tokenizer(tokenizer_path)))
         self.pool = pool
+        self.chat_api: bool | None = None  # the pool's, asked once
         self.judges = judges
         self.cache = EnvironmentCache()
         self.runtime: Runtime | None = None
@@ -75,14 +76,20 @@ class EnvWorker:
         task = get_task(req.task_id, self.cfg.library_root)
         sampling = self.cfg.sampling if req.seed is None else msgspec.structs.replace(self.cfg.sampling, seed=req.seed)
         async with self.sem:
+            if self.chat_api is None:
+                self.chat_api = await self.pool.chat_api.remote()
+            client = PoolClient(self.pool, chat_api=self.chat_api)
             episode = await open_task_episode(runtime, task, req.scale, self.cache)
             try:
-                traj = await run_agent(PoolClient(self.pool), self.renderer, episode, Harness(req.harness),
+                traj = await run_agent(client, self.renderer, episode, Harness(req.harness),
                                        task.instruction, task_id=task.id, scale=req.scale, group_id=req.group_id,
                                        sample_idx=req.sample_idx, limits=self.cfg.limits, sampling=sampling)
                 state = await asyncio.to_thread(snapshot_state, episode.final_state().env_root)
             finally:
                 await episode.close()
+        if traj.termination == "generator_error":
+            log.warning("episode %s:%d ended with generator_error: %s", req.group_id, req.sample_idx,
+                        client.last_error)
         verdict = await self._judge(task.id, req.scale, state, traj.final_answer)
         traj.reward, traj.score, traj.criteria, traj.verifier_error = (verdict.reward, verdict.score,
                                                                       verdict.criteria, verdict.error)

@@ -1,7 +1,8 @@
 """Generator actors and the pool that routes to them.
 
-`GeneratorActor` holds one backend (rollout/generators: transformers | vllm). `GeneratorPool` is an
-async actor in front of N of them:
+`GeneratorActor` holds one backend (rollout/generators: transformers | vllm | replay, or openai: an
+OpenAI-compatible chat endpoint, for evaluating API models). `GeneratorPool` is an async actor in
+front of N of them:
 - least-loaded routing (fewest requests in flight), so one slow generator does not hold a queue;
 - versioned weights: `load_weights(version, ref)` reaches every generator; the pool keeps the
   latest (version, ref) so a generator that is restarted comes back with the current weights;
@@ -9,6 +10,10 @@ async actor in front of N of them:
   one is replaced in the background; `health()` pings all and replaces the silent ones;
 - busy fraction per generator (time with at least one request in flight / wall time), the number
   the async-vs-sync benchmark reports.
+
+Token backends serve `generate` (ids in, ids out). A chat backend (`openai`) serves
+`generate_chat(messages, tools, sampling)` instead, routed the same way; `PoolClient(chat_api=True)`
+makes the agent loop send it messages, and it never loads weights (its version stays 0).
 """
 
 from __future__ import annotations
@@ -25,10 +30,15 @@ from rollout.types import Generation, SamplingParams
 
 log = logging.getLogger(__name__)
 
+API_PREFIX = "openai:"  # a model named `openai:NAME` is served by the openai backend
+CHAT_BACKENDS = ("openai",)
+
 
 class GeneratorSpec(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    backend: str = "transformers"  # "transformers" | "vllm" | "replay" (forced script; benchmarks, debugging)
-    model: str = ""  # Hugging Face folder
+    backend: str = "transformers"  # "transformers" | "vllm" | "replay" (forced script) | "openai" (chat API)
+    model: str = ""  # Hugging Face folder; for "openai" the API model name (`openai:` prefix optional)
+    base_url: str = ""  # "openai": the endpoint, e.g. http://host:8000/v1 ("" = $OPENAI_BASE_URL or OpenAI's)
+    api_key_env: str = "OPENAI_API_KEY"  # "openai": the variable holding the key (read by the generator)
     max_model_len: int = 32_768
     gpu_memory_utilization: float = 0.85
     tensor_parallel_size: int = 1
@@ -53,7 +63,30 @@ def build_backend(spec: GeneratorSpec) -> Any:
         from rollout.generators.replay import ReplayGenerator
 
         return ReplayGenerator(spec.model, spec.script, threads=spec.threads)
-    raise ValueError(f"unknown generator backend {spec.backend!r}; expected 'transformers', 'vllm' or 'replay'")
+    if spec.backend == "openai":
+        from rollout.generators.openai_backend import OpenAIGenerator
+
+        return OpenAIGenerator(spec.model.removeprefix(API_PREFIX), base_url=spec.base_url or None,
+                               api_key_env=spec.api_key_env)
+    raise ValueError(f"unknown generator backend {spec.backend!r}; expected 'transformers', 'vllm', 'replay' "
+                     "or 'openai'")
+
+
+def _cause(exc: BaseException) -> BaseException:
+    """The backend's own exception inside Ray's wrappers (whose text is a remote traceback)."""
+    while isinstance(exc, ray.exceptions.RayTaskError) and exc.cause is not None:
+        exc = exc.cause
+    return exc
+
+
+def resolve_tokenizer(path: str) -> str:
+    """The folder env workers load the tokenizer from. An API model has no tokenizer of ours: its
+    replies are tokenised with the project tokenizer (the trajectory's ids; never trained on)."""
+    if not path.startswith(API_PREFIX):
+        return path
+    from rollout.tiny_model import build_tiny
+
+    return str(build_tiny(with_model=False))
 
 
 @ray.remote
@@ -64,6 +97,10 @@ class GeneratorActor:
 
     async def generate(self, prompt_token_ids: list[int], sampling: SamplingParams) -> Generation:
         return await self.backend.generate(prompt_token_ids, sampling)
+
+    async def generate_chat(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
+                            sampling: SamplingParams) -> tuple[str, str]:
+        return await self.backend.generate_chat(messages, tools, sampling)
 
     async def load_weights(self, version: int, weights: dict[str, Any]) -> int:
         await self.backend.load_weights(version, weights)
@@ -106,6 +143,8 @@ class GeneratorPool:
         self.weights_ref: Any = None
         self.started = time.monotonic()
         self.restarts = 0
+        self.errors = 0  # requests that failed on a live generator (an endpoint error, a backend bug)
+        self.last_error = ""
         self._restarting: dict[int, asyncio.Task] = {}
 
     def _new_actor(self) -> Any:
@@ -116,6 +155,10 @@ class GeneratorPool:
         await asyncio.gather(*(s.handle.ping.remote() for s in self.slots))
         return len(self.slots)
 
+    async def chat_api(self) -> bool:
+        """Whether clients must send messages (`generate_chat`) rather than token ids."""
+        return self.spec.backend in CHAT_BACKENDS
+
     def _pick(self) -> int:
         alive = [i for i, s in enumerate(self.slots) if s.alive]
         if not alive:
@@ -123,6 +166,15 @@ class GeneratorPool:
         return min(alive, key=lambda i: self.slots[i].in_flight)
 
     async def generate(self, prompt_token_ids: list[int], sampling: SamplingParams) -> Generation:
+        return await self._route("generate", prompt_token_ids, sampling)
+
+    async def generate_chat(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
+                            sampling: SamplingParams) -> tuple[str, str]:
+        return await self._route("generate_chat", messages, tools, sampling)
+
+    async def _route(self, method: str, *args: Any) -> Any:
+        """To the least-loaded live generator; retried elsewhere only when that generator died (a
+        backend's own error, e.g. an endpoint's HTTP 500 after its retries, goes back to the caller)."""
         last: Exception | None = None
         for _ in range(self.max_retries + 1):
             while not any(s.alive for s in self.slots):
@@ -131,10 +183,14 @@ class GeneratorPool:
             slot = self.slots[i]
             slot.begin()
             try:
-                return await slot.handle.generate.remote(prompt_token_ids, sampling)
+                return await getattr(slot.handle, method).remote(*args)
             except (ray.exceptions.RayActorError, ray.exceptions.ActorUnavailableError) as exc:
                 last = exc
                 self._replace(i)
+            except Exception as exc:
+                self.errors += 1
+                self.last_error = str(_cause(exc))
+                raise
             finally:
                 slot.end()
         raise RuntimeError(f"generation failed after {self.max_retries + 1} attempts: {last}")
@@ -158,6 +214,8 @@ class GeneratorPool:
     async def load_weights(self, version: int, weights_ref: Any) -> int:
         """Every live generator loads `version`; the ref is kept for generators started later.
         `weights_ref` arrives wrapped in a list so that Ray passes the reference, not the value."""
+        if await self.chat_api():
+            return self.version  # an API model: nothing to load, its version stays 0
         ref = weights_ref[0] if isinstance(weights_ref, list) else weights_ref
         self.version, self.weights_ref = version, ref
         results = await asyncio.gather(*(s.handle.load_weights.remote(version, ref) for s in self.slots if s.alive),
@@ -180,6 +238,7 @@ class GeneratorPool:
         now = time.monotonic()
         wall = max(1e-9, now - self.started)
         return {"generators": len(self.slots), "restarts": self.restarts, "version": self.version,
+                "errors": self.errors, "last_error": self.last_error,
                 "busy_fraction": [round(s.busy(now) / wall, 4) for s in self.slots],
                 "in_flight": [s.in_flight for s in self.slots]}
 
@@ -194,21 +253,32 @@ class GeneratorPool:
 
 
 class PoolClient:
-    """The Generator interface over a GeneratorPool actor, for the agent loop in env workers."""
+    """The Generator interface over a GeneratorPool actor, for the agent loop in env workers.
+    `chat_api` (the pool's `chat_api()`) makes the loop call `generate_chat` with the messages."""
 
-    def __init__(self, pool: Any):
+    def __init__(self, pool: Any, chat_api: bool = False):
         self.pool = pool
+        self.chat_api = chat_api
         self.policy_version = 0
+        self.last_error = ""  # why the last request failed (the episode only records generator_error)
 
-    async def generate(self, prompt_token_ids: list[int], sampling: SamplingParams) -> Generation:
+    async def _call(self, method: str, *args: Any) -> Any:
         from rollout.generators.base import GeneratorError
 
         try:
-            gen = await self.pool.generate.remote(prompt_token_ids, sampling)
+            return await getattr(self.pool, method).remote(*args)
         except Exception as exc:  # noqa: BLE001
-            raise GeneratorError(f"generator pool failed: {exc}") from exc
+            self.last_error = str(_cause(exc))
+            raise GeneratorError(f"generator pool failed: {self.last_error}") from exc
+
+    async def generate(self, prompt_token_ids: list[int], sampling: SamplingParams) -> Generation:
+        gen = await self._call("generate", prompt_token_ids, sampling)
         self.policy_version = gen.policy_version
         return gen
+
+    async def generate_chat(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
+                            sampling: SamplingParams) -> tuple[str, str]:
+        return await self._call("generate_chat", messages, tools, sampling)
 
     async def load_weights(self, version: int, weights: dict[str, Any]) -> None:
         raise NotImplementedError("weights are loaded through the pool, not through a client")

@@ -36,14 +36,15 @@ class LearnerActor:
         return self.learner.train_step(groups)
 
     def sft(self, trajectories: list[Any]) -> list[dict[str, float]]:
-        """Cold-start SFT at the SFT learning rate, then back to the RL learning rate."""
+        """Cold-start SFT with its own optimizer at the SFT learning rate; RL then starts a fresh one
+        at the RL learning rate, as separate SFT and RL jobs would."""
         from learner.sft import run_sft, sft_samples
 
-        self.learner.set_lr(self.cfg.sft.lr)
+        self.learner.reset_optimizer(self.cfg.sft.lr)
         try:
             return run_sft(self.learner, sft_samples(trajectories), self.cfg.sft)
         finally:
-            self.learner.set_lr(self.cfg.optim.lr)
+            self.learner.reset_optimizer(self.cfg.optim.lr)
 
     def publish(self) -> tuple[int, list[Any]]:
         """(version, [ref]): the weights go into the object store once; the list keeps Ray from
@@ -62,4 +63,10 @@ class LearnerActor:
         return self.learner.version
 
     def export_hf(self, path: str) -> str:
-        return str(self.learner.export_hf(path))
+        """A Hugging Face folder (weights + config + the tokenizer): what vLLM, transformers and
+        `progagent eval` load."""
+        from transformers import AutoTokenizer
+
+        out = self.learner.export_hf(path)
+        AutoTokenizer.from_pretrained(self.model_path).save_pretrained(out)
+        return str(out)

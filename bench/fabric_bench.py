@@ -6,8 +6,12 @@ Same fabric, same load, two settings of the staleness bound: `max_staleness=0` (
 generate a step's groups, train, repeat) and `max_staleness=2` (rollouts for later steps run while
 the learner trains and while other episodes wait on their sandboxes). The policy is the tiny model
 forced through a fixed script (the `replay` backend: real forward passes, fixed actions) whose
-program spends `--env-seconds` in the sandbox, so the environment, not generation, is the bottleneck.
-Reports trajectories/min for both, their ratio, and the generators' busy fraction.
+program spends a long-tailed time in the sandbox (log-normal per episode, mean `--env-seconds`, as
+agent episodes are: most short, a few very long), so the environment, not generation, is the
+bottleneck. Synchronous mode waits for each step's slowest episode and leaves the generators idle
+meanwhile; asynchronous mode keeps `--concurrency` episodes in flight within the staleness bound.
+Reports trained trajectories/min (consumed by the learner, over the training loop's wall time) for
+both, their ratio, and the generators' busy fraction (time with at least one request in flight).
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
 import tempfile
 
 import ray
@@ -24,17 +29,20 @@ from launch.metrics import read_metrics
 from launch.train import train
 
 
-def script(env_seconds: float) -> list[str]:
-    code = ("import time\nfiles = tools['list_files']()\n"
-            f"time.sleep({env_seconds})\nprint(len(str(files)))")
+def script(env_seconds: float, sigma: float) -> list[str]:
+    # log-normal with mean env_seconds: mu = ln(mean) - sigma^2 / 2; `{seed}` is each sample's seed
+    mu = math.log(env_seconds) - sigma * sigma / 2
+    code = ("import random, time\nfiles = tools['list_files']()\n"
+            f"time.sleep(min(30.0, random.Random({{seed}}).lognormvariate({mu:.4f}, {sigma})))\n"
+            "print(len(str(files)))")
     call = json.dumps({"name": "programmatic_tool_call", "arguments": {"code": code}})
     return [f"<tool_call>\n{call}\n</tool_call>", "ANSWER: 0; 0.00"]
 
 
 async def run(max_staleness: int, args: argparse.Namespace, out: str) -> dict:
     overrides = [
-        "tasks.tasks=[retail_clearance_markdown]", "tasks.scales={v0: 1.0}",
-        "fabric.generator.backend=replay", f"fabric.generator.script={json.dumps(script(args.env_seconds))}",
+        "tasks.library_root=envs/tasks", "tasks.tasks=[retail_clearance_markdown]", "tasks.scales={v0: 1.0}",
+        "fabric.generator.backend=replay", f"fabric.generator.script={json.dumps(script(args.env_seconds, args.sigma))}",
         "fabric.generators=1", f"fabric.env_worker.concurrency={args.concurrency}",
         f"fabric.env_worker.runtime={{warm_pool: {args.warm_pool}, program_timeout_s: 60}}",
         "fabric.env_worker.limits={max_turns: 3, max_new_tokens: 256, max_context_tokens: 8192}",
@@ -50,8 +58,11 @@ async def run(max_staleness: int, args: argparse.Namespace, out: str) -> dict:
         ray.shutdown()
     rows = [r for r in read_metrics(run_dir / "metrics.jsonl") if r["phase"] == "train"]
     last = rows[-1]
+    trained = sum(r["groups"] * args.group_size for r in rows)
+    loop_s = sum(r["step_s"] for r in rows)
     return {"max_staleness": max_staleness, "steps": len(rows),
-            "trajectories_per_min": round(last["trajectories_per_min"], 1),
+            "trained_trajectories_per_min": round(trained / loop_s * 60, 1),
+            "finished_trajectories_per_min": round(last["trajectories_per_min"], 1),
             "generator_busy_fraction": round(last["generator_busy"], 3),
             "mean_staleness": round(sum(r["staleness_mean"] for r in rows) / len(rows), 2),
             "mean_step_s": round(sum(r["step_s"] for r in rows) / len(rows), 2)}
@@ -61,11 +72,12 @@ async def main(args: argparse.Namespace) -> dict:
     with tempfile.TemporaryDirectory() as out:
         sync = await run(0, args, out)
         asyn = await run(args.staleness, args, out)
-    return {"load": {"env_seconds_per_episode": args.env_seconds, "group_size": args.group_size,
+    return {"load": {"env_seconds_mean": args.env_seconds, "env_seconds_lognormal_sigma": args.sigma,
+                     "group_size": args.group_size,
                      "groups_per_step": args.groups, "env_worker_concurrency": args.concurrency},
             "synchronous": sync, "asynchronous": asyn,
-            "async_over_sync_trajectories_per_min": round(asyn["trajectories_per_min"]
-                                                          / max(1e-9, sync["trajectories_per_min"]), 2)}
+            "async_over_sync_trained_trajectories_per_min": round(
+                asyn["trained_trajectories_per_min"] / max(1e-9, sync["trained_trajectories_per_min"]), 2)}
 
 
 if __name__ == "__main__":
@@ -75,6 +87,7 @@ if __name__ == "__main__":
     p.add_argument("--group-size", type=int, default=4)
     p.add_argument("--staleness", type=int, default=2)
     p.add_argument("--env-seconds", type=float, default=2.0)
+    p.add_argument("--sigma", type=float, default=1.0, help="log-normal spread of the env time (0: fixed)")
     p.add_argument("--concurrency", type=int, default=24)
     p.add_argument("--warm-pool", type=int, default=8)
     print(json.dumps(asyncio.run(main(p.parse_args())), indent=2))

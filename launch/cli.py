@@ -43,6 +43,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("overrides", nargs="*", help="key.path=value")
     p.set_defaults(run=lambda a: __import__("launch.train", fromlist=["run"]).run(a))
 
+    p = sub.add_parser("sft", help="the cold-start stage alone: SFT on teacher trajectories, evaluate, export")
+    p.add_argument("--config", default="configs/local.yaml")
+    p.add_argument("overrides", nargs="*", help="key.path=value")
+    p.set_defaults(run=lambda a: __import__("launch.train", fromlist=["run"]).run(a, sft_only=True))
+
     from launch import eval as eval_cmd
     from launch import filter as filter_cmd
 

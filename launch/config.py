@@ -24,6 +24,8 @@ class RunConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     name: str = "progagent"
     out_dir: str = "runs"
     seed: int = 0
+    #: write every trained-on trajectory (turns, criteria; no token ids) to rollouts.jsonl
+    save_rollouts: bool = True
 
 
 class ModelConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -56,6 +58,12 @@ class FabricConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     judge_timeout_s: float = 60.0
     learner_num_gpus: float = 0.0
     learner_threads: int = 1
+    #: > 1: the learner is a LearnerGroup, one rank actor per torch.distributed rank (torch: FSDP data
+    #: parallel; megatron: TP × PP × CP × DP ranks), each with learner_num_gpus / learner_ranks GPUs
+    #: and learner_cpus_per_rank CPUs, in one placement group reserved before the generators start
+    learner_ranks: int = 1
+    learner_cpus_per_rank: float = 1.0
+    learner_placement: str = "PACK"  # the placement group's strategy: PACK | SPREAD | STRICT_PACK | STRICT_SPREAD
 
 
 class SFTStage(msgspec.Struct, frozen=True, forbid_unknown_fields=True):

@@ -9,6 +9,8 @@ weight update records each turn's version; its group's staleness uses the oldest
 
 Failures: an episode whose env worker dies is re-run on another worker with the same
 (group_id, sample_idx); the buffer drops a second copy, so nothing is lost or counted twice.
+Checkpoints hold the requests still running (`pending`); a resumed run submits them again, so
+the groups that were half done at the checkpoint complete instead of leaking.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import random
 from collections.abc import Callable
 from typing import Any
 
+import msgspec
 import ray
 
 from actors.env_worker import EpisodeRequest
@@ -59,7 +62,10 @@ class RolloutDispatcher:
         self.max_attempts = max_attempts
         self.version = 0
         self.submitted_groups = 0
-        self.counters = {"episodes_done": 0, "episodes_rerun": 0, "episodes_failed": 0}
+        self.counters = {"episodes_done": 0, "episodes_rerun": 0, "episodes_failed": 0, "episodes_resubmitted": 0}
+        #: submitted and not yet in the buffer, by (group_id, sample_idx): what a checkpoint must keep
+        self.pending: dict[tuple[str, int], EpisodeRequest] = {}
+        self._resume: list[EpisodeRequest] = []
         self._tasks: set[asyncio.Task] = set()
         self._refs: set[Any] = set()  # episodes running on workers, cancelled by stop()
         self._wake = asyncio.Event()
@@ -87,6 +93,10 @@ class RolloutDispatcher:
 
     # -- running
     def start(self) -> None:
+        for req in self._resume:  # a resumed run first finishes the groups the checkpoint left half done
+            self.counters["episodes_resubmitted"] += 1
+            self._spawn(req)
+        self._resume = []
         self._loop_task = asyncio.create_task(self._loop())
 
     async def _loop(self) -> None:
@@ -101,11 +111,14 @@ class RolloutDispatcher:
         gid = f"g{self.submitted_groups:06d}-{task_id}-{scale}"
         self.submitted_groups += 1
         for k in range(self.group_size):
-            req = EpisodeRequest(task_id=task_id, scale=scale, group_id=gid, sample_idx=k, harness=self.harness,
-                                 seed=self.seed * 1_000_003 + self.submitted_groups * 97 + k)
-            task = asyncio.create_task(self._run(req))
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+            self._spawn(EpisodeRequest(task_id=task_id, scale=scale, group_id=gid, sample_idx=k, harness=self.harness,
+                                       seed=self.seed * 1_000_003 + self.submitted_groups * 97 + k))
+
+    def _spawn(self, req: EpisodeRequest) -> None:
+        self.pending[(req.group_id, req.sample_idx)] = req
+        task = asyncio.create_task(self._run(req))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     async def _run(self, req: EpisodeRequest) -> None:
         for attempt in range(self.max_attempts):
@@ -129,11 +142,13 @@ class RolloutDispatcher:
                 self.in_flight[i] -= 1
                 self._refs.discard(ref)
             await self.buffer.add.remote(traj)
+            self.pending.pop((req.group_id, req.sample_idx), None)
             self.counters["episodes_done"] += 1
             if self.on_result:
                 self.on_result(traj)
             return
         self.counters["episodes_failed"] += 1
+        self.pending.pop((req.group_id, req.sample_idx), None)
         log.error("episode %s#%d failed %d times; its group will not complete", req.group_id, req.sample_idx,
                   self.max_attempts)
 
@@ -148,8 +163,11 @@ class RolloutDispatcher:
         await asyncio.gather(*self._tasks, return_exceptions=True)
 
     def state(self) -> dict[str, Any]:
+        """Take it BEFORE the buffer's state: an episode finishing in between is then in both (the
+        buffer drops the re-run's copy) rather than in neither."""
         return {"submitted_groups": self.submitted_groups, "version": self.version,
-                "rng": self.sampler.rng.getstate(), **self.counters}
+                "rng": self.sampler.rng.getstate(), **self.counters,
+                "pending": [msgspec.to_builtins(r) for r in self.pending.values()]}
 
     def load_state(self, st: dict[str, Any]) -> None:
         self.submitted_groups = st["submitted_groups"]
@@ -158,3 +176,4 @@ class RolloutDispatcher:
         self.sampler.rng.setstate((rng[0], tuple(rng[1]), rng[2]))
         for k in self.counters:
             self.counters[k] = st.get(k, 0)
+        self._resume = [msgspec.convert(r, EpisodeRequest) for r in st.get("pending", [])]

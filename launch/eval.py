@@ -9,12 +9,17 @@ cache: `results_by_task.csv`, `results_by_scale.csv`, `results.csv` (per model a
 Figure 3; context and tool-output tokens against scale; pass@k; program structures) and W&B rows
 when enabled. The metrics are defined in launch/eval_report.py.
 
-API models (`openai:NAME`): the openai backend (rollout/generators/openai_backend.py) is text in,
-text out and the generator pool serves token backends only, so they are refused with a clear
-error until the pool grows a chat path: `build_backend` learns "openai" (plus a `base_url` in
-GeneratorSpec), GeneratorActor/GeneratorPool get `generate_chat(messages, tools, sampling)` routed
-like `generate`, `PoolClient` sets `chat_api` and forwards `generate_chat` when the pool's backend
-is a chat API, and Fabric takes the tokenizer path apart from the model (an API model has none).
+API models (`openai:NAME`, any OpenAI-compatible chat endpoint) run on the same fabric: the pool
+serves them with its openai backend (`generate_chat`: messages in, Hermes text out), env workers
+tokenise their replies with the project tokenizer (zero log-probs; never trained on), and the same
+judges score them. The endpoint and the name of the variable holding its key come from
+`fabric.generator` (a key never goes in a config):
+
+    OPENAI_API_KEY=... progagent eval sweep.models=[openai:NAME,runs/x/hf] \
+        fabric.generator.base_url=http://host:8000/v1 fabric.generator.api_key_env=OPENAI_API_KEY
+
+A rollout whose generator failed (HTTP errors after the client's retries, a malformed reply) is
+retried and then reported as failed, never cached; the warning says what to check.
 """
 
 from __future__ import annotations
@@ -45,7 +50,7 @@ console = Console()
 class SweepSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """The `sweep:` section of a config (the `eval:` section is training's before/after evaluation)."""
 
-    models: list[str] = []  # [] = the config's model.path; "tiny", HF folders (e.g. an exported checkpoint)
+    models: list[str] = []  # [] = the config's model.path; "tiny", HF folders (checkpoints), openai:NAME
     harnesses: list[str] = msgspec.field(default_factory=lambda: ["dtc", "ptc", "hybrid"])
     scales: list[str] = msgspec.field(default_factory=lambda: list(rep.SCALES))
     samples: int = 4  # n rollouts per (model, harness, task, scale)

@@ -13,8 +13,9 @@ from actors.env_worker import EnvWorker
 from actors.generator_pool import GeneratorPool
 from actors.judge import Judge
 from actors.learner_actor import LearnerActor
+from actors.learner_group import LearnerGroup, LearnerPlacement, check_world, learner_placement_group
 from envs.library import load_library
-from launch.config import TrainConfig
+from launch.config import FabricConfig, TrainConfig
 
 
 def init_ray(cfg: TrainConfig) -> None:
@@ -48,6 +49,13 @@ def task_ids(cfg: TrainConfig) -> list[str]:
     return wanted
 
 
+def learner_placement(f: FabricConfig) -> LearnerPlacement:
+    """The learner group's bundles: `learner_num_gpus` shared among `learner_ranks` rank actors."""
+    return LearnerPlacement(ranks=f.learner_ranks, gpus_per_rank=f.learner_num_gpus / f.learner_ranks,
+                            cpus_per_rank=f.learner_cpus_per_rank, strategy=f.learner_placement,
+                            threads=f.learner_threads)
+
+
 class Fabric:
     """Handles to every actor of a run. `publish` moves weights from the learner to the generators.
 
@@ -59,6 +67,11 @@ class Fabric:
         f = cfg.fabric
         self.cfg = cfg
         self.model_path = model_path
+        placement = learner_pg = None
+        if with_learner and f.learner_ranks > 1:  # reserved first: the generators would take the GPUs
+            placement = learner_placement(f)
+            check_world(cfg.learner, placement)
+            learner_pg = learner_placement_group(placement)
         gen_spec = msgspec.structs.replace(f.generator, model=model_path)
         self.pool = GeneratorPool.options(max_concurrency=10_000).remote(gen_spec, f.generators)
         self.judges = [Judge.options(num_cpus=0, max_concurrency=64).remote(
@@ -69,8 +82,11 @@ class Fabric:
         self.buffer = self.learner = None
         if with_learner:
             self.buffer = TrajectoryBuffer.options(max_concurrency=1000).remote(cfg.buffer)
-            self.learner = LearnerActor.options(num_cpus=0, num_gpus=f.learner_num_gpus).remote(
-                model_path, cfg.learner, f.learner_threads)
+            if placement is not None:
+                self.learner = LearnerGroup.options(num_cpus=0).remote(model_path, cfg.learner, placement, learner_pg)
+            else:
+                self.learner = LearnerActor.options(num_cpus=0, num_gpus=f.learner_num_gpus).remote(
+                    model_path, cfg.learner, f.learner_threads)
         self.version = 0
 
     def new_worker(self) -> Any:

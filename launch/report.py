@@ -22,6 +22,24 @@ PLOTS = {
 }
 
 
+def running_mean(values: list[float], window: int = 3) -> list[float]:
+    return [sum(values[max(0, i - window + 1):i + 1]) / len(values[max(0, i - window + 1):i + 1])
+            for i in range(len(values))]
+
+
+def _reward_context(ax, train: list[dict], evals: dict[str, dict]) -> None:
+    """A step's reward comes from a few groups and is noisy: draw its running mean, and the
+    evaluation before and after training (same seeds both times) as reference lines."""
+    pts = [(r["step"], r["rollout/reward"]) for r in train if "rollout/reward" in r]
+    if len(pts) >= 3:
+        steps, values = zip(*pts, strict=True)
+        ax.plot(steps, running_mean(list(values)), color="C0", linewidth=2.5, alpha=0.5,
+                label="reward, running mean of 3")
+    for n, (tag, r) in enumerate(sorted(evals.items(), key=lambda kv: kv[0] != "before")):
+        if f"eval_{tag}/reward" in r:
+            ax.axhline(r[f"eval_{tag}/reward"], linestyle="--", color=f"C{n + 3}", label=f"eval {tag}")
+
+
 def write_report(run: Path) -> Path:
     import matplotlib
 
@@ -45,6 +63,8 @@ def write_report(run: Path) -> Path:
                 if axis is not ax:
                     axis.set_ylabel(label)
                     axis.set_ylim(0, 1.05)
+        if name == "reward":
+            _reward_context(ax, train, evals)
         ax.set_xlabel("GSPO step")
         ax.set_title(name.replace("_", " "))
         ax.grid(alpha=0.3)

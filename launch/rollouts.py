@@ -9,7 +9,9 @@ sweeps share with training (same generators, env workers and judges, same config
 Work is pulled, not pushed: each env worker gets `concurrency` consumers that take the next job
 from one queue, so adding env workers (`fabric.env_workers`) or generators (`fabric.generators`)
 adds throughput without any scheduling rule. A job whose worker dies goes back to the queue for
-another worker; a job that fails `max_attempts` times is returned as failed (never cached).
+another worker; a job that fails `max_attempts` times is returned as failed (never cached). An
+episode that ends with `generator_error` counts as a failure too: an endpoint outage or a broken
+generator is not the model's score, and a re-run tries those jobs again.
 Every finished rollout is written to the cache at once, so stopping at any point loses only the
 rollouts in flight.
 """
@@ -27,12 +29,12 @@ from typing import Any, TypeVar
 import msgspec
 import yaml
 
+from actors.generator_pool import API_PREFIX
 from launch.config import ConfigError, TrainConfig, _set
 from launch.rollout_cache import Key, RolloutCache, RolloutRecord, settings_digest
 
 log = logging.getLogger(__name__)
 
-API_PREFIX = "openai:"
 S = TypeVar("S")
 
 
@@ -94,11 +96,18 @@ def check_model(model: str) -> None:
     if folder.is_dir() and not any((folder / f).exists() for f in ("tokenizer.json", "tokenizer_config.json")):
         raise ConfigError(f"model {model!r} has no tokenizer (env workers read it from the model folder); "
                           "save the tokenizer next to the exported weights")
-    if model.startswith(API_PREFIX):
-        raise ConfigError(
-            f"model {model!r}: API models are not served by the generator pool yet (the pool builds "
-            "'transformers', 'vllm' and 'replay' backends and env workers send token ids); see "
-            "launch/eval.py for the change that enables them")
+    if model.startswith(API_PREFIX) and not model.removeprefix(API_PREFIX):
+        raise ConfigError(f"model {model!r}: name the API model, e.g. {API_PREFIX}gpt-4.1-mini")
+
+
+def serving_config(cfg: TrainConfig, model: str) -> TrainConfig:
+    """`cfg` serving `model`: an API model (`openai:NAME`) gets the pool's openai backend, with the
+    endpoint and key variable of `fabric.generator` (base_url, api_key_env) and no GPU."""
+    cfg = msgspec.structs.replace(cfg, model=msgspec.structs.replace(cfg.model, path=model))
+    if not model.startswith(API_PREFIX):
+        return cfg
+    gen = msgspec.structs.replace(cfg.fabric.generator, backend="openai", num_gpus=0.0)
+    return msgspec.structs.replace(cfg, fabric=msgspec.structs.replace(cfg.fabric, generator=gen))
 
 
 class RolloutRunner:
@@ -115,7 +124,11 @@ class RolloutRunner:
         from launch.fabric import Fabric, init_ray, resolve_model
 
         check_model(model)
-        cfg = msgspec.structs.replace(cfg, model=msgspec.structs.replace(cfg.model, path=model))
+        cfg = serving_config(cfg, model)
+        if model.startswith(API_PREFIX):  # built here once, not by each env worker at the same time
+            from rollout.tiny_model import build_tiny
+
+            build_tiny(with_model=False)
         init_ray(cfg)
         runner = cls(Fabric(cfg, resolve_model(cfg), with_learner=False), model)
         await runner.fabric.ready()
@@ -137,6 +150,14 @@ class RolloutRunner:
         alive = list(self.fabric.workers)
         per_worker = max(1, self.fabric.worker_cfg.concurrency)
 
+        def retry(job: RolloutJob, why: str) -> None:
+            log.warning("rollout %s failed%s", job.key(), why)
+            attempts[job.key()] += 1
+            if attempts[job.key()] < max_attempts:
+                queue.put_nowait(job)
+            else:
+                failed.append(job)
+
         async def consume(worker: Any) -> None:
             while not queue.empty():
                 job = queue.get_nowait()
@@ -154,17 +175,14 @@ class RolloutRunner:
                 except Exception as exc:  # noqa: BLE001 - retried (elsewhere if the worker died), then failed
                     worker_died = isinstance(exc, ray.exceptions.RayActorError
                                              | ray.exceptions.ActorUnavailableError)
-                    log.warning("rollout %s failed%s: %s", job.key(),
-                                " (its env worker died)" if worker_died else "", exc)
-                    attempts[job.key()] += 1
-                    if attempts[job.key()] < max_attempts:
-                        queue.put_nowait(job)
-                    else:
-                        failed.append(job)
+                    retry(job, f"{' (its env worker died)' if worker_died else ''}: {exc}")
                     if worker_died:
                         if worker in alive:
                             alive.remove(worker)
                         return
+                    continue
+                if traj.termination == "generator_error":
+                    retry(job, f": the generator failed: {await self._generator_error()}")
                     continue
                 rec = RolloutRecord.from_trajectory(traj, job.model, cache.settings, job.seed,
                                                     time.perf_counter() - t0)
@@ -178,6 +196,13 @@ class RolloutRunner:
         while not queue.empty():
             failed.append(queue.get_nowait())
         return failed
+
+    async def _generator_error(self) -> str:
+        """The pool's last error: the episode records only that generation failed."""
+        try:
+            return (await self.fabric.pool.stats.remote())["last_error"]
+        except Exception as exc:  # noqa: BLE001 - a warning's detail, never a reason to stop the run
+            return f"(the generator pool does not answer: {exc})"
 
     async def episodes_on_workers(self) -> int:
         """Episodes the env workers report having finished (their own count, for checks)."""

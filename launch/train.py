@@ -1,6 +1,7 @@
 """The training driver: cold-start SFT, then asynchronous GSPO, evaluation before and after.
 
     progagent train --config configs/local.yaml [key=value ...]
+    progagent sft --config configs/local.yaml          # the cold-start stage alone
     ray job submit --working-dir . -- python -m launch.train --config configs/paper-8x8-h200.yaml
 
 The data path (DESIGN.md §2): env workers run episodes against the generator pool and judges →
@@ -20,6 +21,14 @@ from pathlib import Path
 import msgspec
 import ray
 from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TextColumn,
+    TimeElapsedColumn,
+)
 
 from launch.config import ConfigError, TrainConfig, load_config
 from launch.dispatch import RolloutDispatcher, TaskSampler
@@ -47,9 +56,11 @@ async def evaluate(fabric: Fabric, cfg: TrainConfig, tasks: list[str], tag: str)
     from actors.env_worker import EpisodeRequest
 
     scales = [s for s, w in cfg.tasks.scales.items() if w > 0]
+    # one seed per (task, scale, sample): the instruction is the same at every scale, so a seed shared
+    # across scales would draw the same first turn everywhere; the same seeds before and after training
     reqs = [EpisodeRequest(task_id=t, scale=s, group_id=f"eval-{tag}-{t}-{s}", sample_idx=k,
-                           harness=cfg.fabric.env_worker.harness, seed=10_000 + k)
-            for t in tasks for s in scales for k in range(cfg.eval.samples)]
+                           harness=cfg.fabric.env_worker.harness, seed=10_000 + 1_000 * i + 100 * j + k)
+            for i, t in enumerate(tasks) for j, s in enumerate(scales) for k in range(cfg.eval.samples)]
     workers = fabric.workers
     trajs = await asyncio.gather(*(workers[i % len(workers)].run.remote(r) for i, r in enumerate(reqs)))
     return rollout_metrics(list(trajs), prefix=f"eval_{tag}")
@@ -61,7 +72,7 @@ def _reward_view(groups: list[list], reward: str) -> list[list]:
     return [[msgspec.structs.replace(t, reward=t.score) for t in g] for g in groups]
 
 
-async def train(cfg: TrainConfig, resume: str | None = None) -> Path:
+async def train(cfg: TrainConfig, resume: str | None = None, sft_only: bool = False) -> Path:
     out = Path(cfg.run.out_dir) / f"{cfg.run.name}-{time.strftime('%Y%m%d-%H%M%S')}"
     out.mkdir(parents=True, exist_ok=True)
     (out / "config.json").write_bytes(msgspec.json.format(msgspec.json.encode(cfg), indent=2))
@@ -80,6 +91,9 @@ async def train(cfg: TrainConfig, resume: str | None = None) -> Path:
             log.log("sft", i, h)
         console.print(f"SFT on {len(data)} teacher trajectories: loss {history[0]['sft_loss']:.3f} → "
                       f"{history[-1]['sft_loss']:.3f} ({len(history)} steps)")
+    if sft_only:
+        await fabric.publish()
+        return await finish(fabric, cfg, tasks, log, out, t_start, step=0)
     start_step = 0
     dispatcher = RolloutDispatcher(fabric.workers, fabric.buffer, TaskSampler(tasks, cfg.tasks.scales, cfg.run.seed),
                                    cfg.buffer.group_size, cfg.train.groups_per_step, cfg.buffer.max_staleness,
@@ -94,6 +108,10 @@ async def train(cfg: TrainConfig, resume: str | None = None) -> Path:
     await fabric.pool.reset_stats.remote()
     dispatcher.start()
     done = start_step
+    progress = Progress(SpinnerColumn(), TextColumn("[bold]GSPO[/]"), BarColumn(), MofNCompleteColumn(),
+                        TextColumn("{task.description}"), TimeElapsedColumn(), console=console)
+    bar = progress.add_task("", total=cfg.train.steps, completed=start_step)
+    progress.start()
     for step in range(start_step, cfg.train.steps):
         t0 = time.time()
         groups = await fabric.buffer.take.remote(cfg.train.groups_per_step, version, cfg.train.step_timeout_s)
@@ -105,6 +123,8 @@ async def train(cfg: TrainConfig, resume: str | None = None) -> Path:
         version = await fabric.publish()
         dispatcher.set_version(version)
         trajs = [t for g in groups for t in g]
+        if cfg.run.save_rollouts:
+            save_rollouts(out / "rollouts.jsonl", step + 1, trajs)
         staleness = [version - 1 - t.policy_version for t in trajs]
         pool = await fabric.pool.stats.remote()
         row = metrics | rollout_metrics(trajs) | {
@@ -116,28 +136,50 @@ async def train(cfg: TrainConfig, resume: str | None = None) -> Path:
             **{f"dispatch/{k}": float(v) for k, v in dispatcher.counters.items()}}
         log.log("train", step + 1, row)
         done = step + 1
-        console.print(f"step {step + 1}/{cfg.train.steps}: reward {row['rollout/reward']:.3f} "
-                      f"score {row['rollout/score']:.3f} loss {metrics.get('loss', 0):.4f} "
-                      f"staleness {row['staleness_mean']:.2f} ({row['step_s']:.1f} s)")
+        progress.console.print(f"step {step + 1}/{cfg.train.steps}: reward {row['rollout/reward']:.3f} "
+                               f"score {row['rollout/score']:.3f} loss {metrics.get('loss', 0):.4f} "
+                               f"staleness {row['staleness_mean']:.2f} ({row['step_s']:.1f} s)")
+        progress.update(bar, advance=1, description=f"reward {row['rollout/reward']:.2f} · "
+                        f"{row['trajectories_per_min']:.0f} traj/min · generators busy {row['generator_busy']:.0%}")
         if cfg.train.checkpoint_every and (step + 1) % cfg.train.checkpoint_every == 0:
             await checkpoint(fabric, dispatcher, out / "checkpoint", step + 1)
+    progress.stop()
     await dispatcher.stop()
     await checkpoint(fabric, dispatcher, out / "checkpoint", done)
+    return await finish(fabric, cfg, tasks, log, out, t_start, step=cfg.train.steps)
+
+
+def save_rollouts(path: Path, step: int, trajs: list) -> None:
+    """What the model did, readable: one JSON line per trajectory without its token ids."""
+    with path.open("ab") as f:
+        for t in trajs:
+            row = msgspec.to_builtins(t)
+            for key in ("token_ids", "loss_mask", "logprobs"):
+                row.pop(key, None)
+            f.write(msgspec.json.encode({"step": step, **row}) + b"\n")
+
+
+async def finish(fabric: Fabric, cfg: TrainConfig, tasks: list[str], log: MetricsLog, out: Path, t_start: float,
+                 step: int) -> Path:
+    """Evaluation after, the trained model as a Hugging Face folder (for `progagent eval`, vLLM),
+    plots and the report."""
     if cfg.eval.after:
-        log.log("eval", cfg.train.steps, await evaluate(fabric, cfg, tasks, "after"))
+        log.log("eval", step, await evaluate(fabric, cfg, tasks, "after"))
+    await fabric.learner.export_hf.remote(str(out / "model"))
     log.close()
     from launch.report import write_report
 
     write_report(out)
-    console.print(f"[bold green]done[/] in {time.time() - t_start:.0f} s: {out}")
+    console.print(f"[bold green]done[/] in {time.time() - t_start:.0f} s: {out} (model: {out / 'model'})")
     return out
 
 
 async def checkpoint(fabric: Fabric, dispatcher: RolloutDispatcher, path: Path, step: int) -> None:
     path.mkdir(parents=True, exist_ok=True)
     await fabric.learner.save.remote(str(path / "learner"))
+    driver = {"step": step, "dispatcher": dispatcher.state()}  # before the buffer: see RolloutDispatcher.state
     (path / "buffer.msgpack").write_bytes(await fabric.buffer.state.remote())
-    (path / "driver.json").write_text(json.dumps({"step": step, "dispatcher": dispatcher.state()}))
+    (path / "driver.json").write_text(json.dumps(driver))
 
 
 async def restore(fabric: Fabric, dispatcher: RolloutDispatcher, path: Path) -> int:
@@ -148,14 +190,17 @@ async def restore(fabric: Fabric, dispatcher: RolloutDispatcher, path: Path) -> 
     return driver["step"]
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, sft_only: bool = False) -> int:
     try:
         cfg = load_config(args.config, args.overrides)
     except ConfigError as exc:
         console.print(f"[red]config error:[/] {exc}")
         return 2
+    if sft_only and not cfg.sft.enabled:
+        console.print("[red]config error:[/] sft.enabled is false; nothing to do")
+        return 2
     try:
-        asyncio.run(train(cfg, args.resume))
+        asyncio.run(train(cfg, getattr(args, "resume", None), sft_only=sft_only))
     finally:
         if ray.is_initialized() and cfg.ray.address is None:
             ray.shutdown()

@@ -99,6 +99,8 @@ def rl_samples(groups: list[list[Any]], loss_cfg: Any) -> tuple[list[Sample], di
     rewards = torch.tensor([t.reward for t in trajs], dtype=torch.float32)
     gids = [t.group_id for t in trajs]
     adv = group_advantages(rewards, gids, loss_cfg.adv_eps, loss_cfg.std_normalize)
+    if loss_cfg.negative_advantage_scale != 1.0:
+        adv = torch.where(adv < 0, adv * loss_cfg.negative_advantage_scale, adv)
     dropped = equal_reward_groups(rewards, gids) if loss_cfg.filter_equal_reward_groups else set()
     keep = [i for i in range(len(trajs)) if gids[i] not in dropped]
     metrics = {"reward_mean": rewards.mean().item() if trajs else 0.0, "groups": float(len(groups)),

@@ -57,6 +57,11 @@ class PolicyLossConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     filter_equal_reward_groups: bool = False
     #: truncated importance sampling: weight tokens by min(π_old_learner / π_behaviour, cap); 0 = off
     tis_cap: float = 0.0
+    #: scale of negative advantages (1 = GSPO as published). A tiny model shares most parameters
+    #: between tokens: pushing down a failed sample's plausible code tokens also pushes down the same
+    #: tokens on the correct path (already near p = 1, so the positive samples' gradient is small);
+    #: < 1 keeps the update dominated by what worked. See the notes of configs/local.yaml.
+    negative_advantage_scale: float = 1.0
 
 
 def seq_sum(x: torch.Tensor, seq: torch.Tensor, n_seq: int) -> torch.Tensor:

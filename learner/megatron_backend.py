@@ -468,6 +468,9 @@ class MegatronLearner:
         """One policy update on complete groups of trajectories (GSPO by default)."""
         samples, metrics = rl_samples(groups, self.cfg.loss)
         if not samples:
+            # no signal (every group filtered): no optimizer step — Adam's momentum would still move
+            # the weights — but the version advances, since staleness admission counts steps
+            self.version += 1
             return metrics | {"skipped": 1.0}
         return metrics | self._policy_update(samples)
 
@@ -541,6 +544,11 @@ class MegatronLearner:
         infos = self._run(mbs, sft_loss, forward_only=False)
         total = self._step_stats(infos)["loss"]
         return {"sft_loss": total, "tokens": norm, **self._optimizer_step()}
+
+    def reset_optimizer(self, lr: float) -> None:
+        """A fresh optimizer and schedule (see TorchLearner.reset_optimizer: RL after SFT)."""
+        self.optimizer = self._build_optimizer(lr)
+        self.scheduler = self._build_scheduler(lr)
 
     def set_lr(self, lr: float) -> None:
         """Change the peak learning rate (SFT and RL use different ones); warm-up still applies."""

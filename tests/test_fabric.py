@@ -74,6 +74,32 @@ async def test_killed_env_worker_episodes_rerun_none_lost_or_doubled(ray_cluster
     assert stats["added"] == 6 and stats["groups_out"] == 3
 
 
+async def test_env_workers_added_while_running_take_episodes(ray_cluster, tiny_path):  # noqa: F811
+    """Rollout capacity grows without a restart: a worker added mid-run gets new episodes."""
+    pool = GeneratorPool.options(max_concurrency=100).remote(GeneratorSpec(model=str(tiny_path), num_cpus=0.5), 1)
+    judges = [Judge.options(num_cpus=0).remote()]
+
+    def worker():
+        return EnvWorker.options(num_cpus=0.5, max_concurrency=100).remote(WORKER, str(tiny_path), pool, judges)
+
+    first = worker()
+    await first.ready.remote()
+    buffer = TrajectoryBuffer.remote(BufferConfig(group_size=2, max_staleness=5))
+    dispatcher = RolloutDispatcher([first], buffer, TaskSampler([TASK], {"v0": 1.0}, 0), group_size=2,
+                                   groups_per_step=2, max_staleness=0, harness="ptc")
+    dispatcher.start()
+    assert len(await buffer.take.remote(2, 0, 300)) == 2  # step 1 on one worker
+    second = worker()
+    await second.ready.remote()
+    dispatcher.add_worker(second)
+    dispatcher.set_version(1)  # admits the next step's groups: they spread over both workers
+    groups = await buffer.take.remote(2, 1, 300)
+    await dispatcher.stop()
+    assert len(groups) == 2
+    done_first, done_second = await first.ping.remote(), await second.ping.remote()
+    assert done_second >= 1 and done_first + done_second == 8 == dispatcher.counters["episodes_done"]
+
+
 async def test_judge_crash_is_retried_and_verifier_failures_are_recorded(ray_cluster, tiny_path, tmp_path):  # noqa: F811
     # a verifier that never returns becomes a recorded failure after its deadline
     folder = write_task(tmp_path)

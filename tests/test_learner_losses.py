@@ -121,3 +121,21 @@ def test_registry():
         get_loss("nope")
     with pytest.raises(ValueError, match="already registered"):
         register_loss("gspo")(lambda: None)
+
+
+def test_negative_advantage_scale_keeps_positive_advantages():
+    from types import SimpleNamespace
+
+    from learner.batch import rl_samples
+
+    def traj(gid, k, r):
+        return SimpleNamespace(token_ids=[1, 2, 3], loss_mask=[0, 1, 1], logprobs=[0.0, -1.0, -1.0], reward=r,
+                               group_id=gid, sample_idx=k)
+
+    groups = [[traj("a", 0, 1.0), traj("a", 1, 0.0), traj("a", 2, 0.0)], [traj("b", 0, 1.0), traj("b", 1, 1.0)]]
+    full, _ = rl_samples(groups, PolicyLossConfig())
+    scaled, m = rl_samples(groups, PolicyLossConfig(negative_advantage_scale=0.25, filter_equal_reward_groups=True))
+    assert m["groups_filtered"] == 1.0 and len(scaled) == 3  # group b has no signal
+    assert [s.advantage for s in scaled] == pytest.approx(
+        [full[0].advantage, 0.25 * full[1].advantage, 0.25 * full[2].advantage])
+    assert full[0].advantage > 0 > full[1].advantage

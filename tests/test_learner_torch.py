@@ -67,8 +67,11 @@ def test_gspo_step_metrics_and_equal_group_filter(tiny_path):  # noqa: F811
     assert m["logprob_mismatch_abs_mean"] > 0.5 and m["behaviour_ratio_max"] > 0
     assert m["seq_ratio_mean"] == pytest.approx(1.0)  # π_old is the learner itself before this step
     assert learner.version == 1 and any(not torch.equal(before[k], v) for k, v in params(learner).items())
+    weights = params(learner)
     only_equal = learner.train_step([groups()[1]])
-    assert only_equal["skipped"] == 1.0 and learner.version == 1
+    # no signal: no optimizer step (the weights stay), but the version counts the step for admission
+    assert only_equal["skipped"] == 1.0 and learner.version == 2 and learner.step == 1
+    assert all(torch.equal(weights[k], v) for k, v in params(learner).items())
 
 
 def test_resumed_learner_takes_the_same_next_step(tiny_path, tmp_path):  # noqa: F811

@@ -16,7 +16,7 @@ from launch.config import ConfigError, load_config
 from tests.conftest import BIN, ROOT
 
 SMALL = [
-    "tasks.tasks=[retail_clearance_markdown]", "tasks.scales={v0: 1.0, v3: 1.0}",
+    "tasks.tasks=[inventory_reorder_flags]", "tasks.scales={v0: 1.0, v3: 1.0}",
     "fabric.env_worker.limits={max_turns: 1, max_new_tokens: 24, max_context_tokens: 8192}",
     "fabric.env_worker.concurrency=2", "buffer.group_size=2", "train.groups_per_step=1",
     "sft.enabled=false", "eval.before=false", "eval.after=false", "wandb.mode=disabled", "ray.num_cpus=4",
@@ -51,7 +51,15 @@ async def test_train_checkpoint_and_resume(tmp_path):
         assert (run / "report.md").exists() and (run / "plots" / "reward.png").exists()
         ckpt = run / "checkpoint"
         saved = msgspec.msgpack.decode((ckpt / "buffer.msgpack").read_bytes())
-        assert json.loads((ckpt / "driver.json").read_text())["step"] == 2
+        driver = json.loads((ckpt / "driver.json").read_text())
+        assert driver["step"] == 2
+        # nothing lost at the checkpoint: every sample of every submitted, unconsumed group is either
+        # in the buffer or recorded as pending (to be re-run on resume), never both, never neither
+        pending = {(r["group_id"], r["sample_idx"]) for r in driver["dispatcher"]["pending"]}
+        buffered = {(t["group_id"], t["sample_idx"]) for g in saved["pending"].values() for t in g}
+        unconsumed = driver["dispatcher"]["submitted_groups"] - saved["counters"]["groups_out"] \
+            - saved["counters"]["dropped_stale"]
+        assert not pending & buffered and len(pending | buffered) == unconsumed * cfg.buffer.group_size
         # resume: the learner, buffer and dispatcher come back; training continues at step 3
         cfg3 = msgspec.structs.replace(cfg, train=msgspec.structs.replace(cfg.train, steps=3, checkpoint_every=0))
         from launch import train as train_mod
@@ -60,6 +68,8 @@ async def test_train_checkpoint_and_resume(tmp_path):
         rows = [json.loads(line) for line in (resumed / "metrics.jsonl").read_text().splitlines()]
         assert [r["step"] for r in rows if r["phase"] == "train"] == [3]
         assert rows[-1]["learner_step"] == 3.0
+        train_row = [r for r in rows if r["phase"] == "train"][-1]
+        assert train_row["dispatch/episodes_resubmitted"] == len(pending)
         restored_counters = saved["counters"]
         assert restored_counters["groups_out"] == 2
     finally:

@@ -78,12 +78,13 @@ class OpenAIGenerator:
     chat_api = True
 
     def __init__(self, model: str, base_url: str | None = None, api_key: str | None = None, client: Any = None,
-                 max_retries: int = 3, timeout_s: float = 300.0):
+                 max_retries: int = 3, timeout_s: float = 300.0, api_key_env: str = "OPENAI_API_KEY"):
         from openai import AsyncOpenAI
 
         self.model = model
+        self.api_key_env = api_key_env
         self.client = client or AsyncOpenAI(base_url=base_url or os.environ.get("OPENAI_BASE_URL"),
-                                            api_key=api_key or os.environ.get("OPENAI_API_KEY", "EMPTY"),
+                                            api_key=api_key or os.environ.get(api_key_env) or "EMPTY",
                                             max_retries=max_retries, timeout=timeout_s)
         self.policy_version = 0
         self.usage = {"prompt_tokens": 0, "completion_tokens": 0, "requests": 0}
@@ -96,14 +97,41 @@ class OpenAIGenerator:
                 model=self.model, messages=to_api_messages(messages), tools=tools or None,
                 temperature=sampling.temperature, top_p=sampling.top_p, max_tokens=sampling.max_new_tokens,
                 seed=sampling.seed)
+            choice = resp.choices[0]
+            text = to_hermes_text(choice.message)
         except Exception as exc:  # noqa: BLE001
-            raise GeneratorError(f"OpenAI-compatible endpoint failed: {type(exc).__name__}: {exc}") from exc
+            raise GeneratorError(self._explain(exc)) from exc
         if resp.usage is not None:
             self.usage["prompt_tokens"] += resp.usage.prompt_tokens or 0
             self.usage["completion_tokens"] += resp.usage.completion_tokens or 0
         self.usage["requests"] += 1
-        choice = resp.choices[0]
-        return to_hermes_text(choice.message), ("length" if choice.finish_reason == "length" else "stop")
+        return text, ("length" if choice.finish_reason == "length" else "stop")
+
+    def _explain(self, exc: Exception) -> str:
+        """What failed and what to check: the episode only records `generator_error`, so this text
+        (in the pool's stats and the sweep's warnings) is all the user sees."""
+        import openai
+
+        where = f"OpenAI-compatible endpoint {self.client.base_url} (model {self.model!r})"
+        if isinstance(exc, openai.APIStatusError):
+            detail = (exc.body if isinstance(exc.body, dict) else {}).get("message") or exc.message
+            return f"{where}: HTTP {exc.status_code} ({detail}); {self._hint(exc.status_code)}"
+        if isinstance(exc, openai.APIConnectionError):
+            return f"{where}: no reply ({exc}); is the server up and base_url right?"
+        return (f"{where}: the reply is not a chat completion ({type(exc).__name__}: {exc}); "
+                "is base_url an OpenAI-compatible /v1 endpoint?")
+
+    def _hint(self, code: int) -> str:
+        retries = self.client.max_retries
+        if code in (401, 403):
+            return f"the key was refused: set ${self.api_key_env} where the generators run"
+        if code == 404:
+            return "check the model name and that base_url ends with /v1"
+        if code == 429:
+            return f"rate limited after {retries} retries: lower the env workers' concurrency"
+        if code >= 500:
+            return f"the server failed after {retries} retries: see its logs"
+        return "the endpoint rejected the request"
 
     async def generate(self, prompt_token_ids: list[int], sampling: SamplingParams):
         raise GeneratorError("the openai backend is text-in/text-out: the agent loop calls generate_chat")
