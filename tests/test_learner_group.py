@@ -43,7 +43,9 @@ def published(group) -> tuple[int, dict[str, torch.Tensor]]:
     return version, ray.get(ref)
 
 
-def assert_close(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor], atol: float = 5e-5) -> None:
+def assert_close(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor], atol: float = 2e-4) -> None:
+    # float32 sums in another order across ranks; a fresh Adam's first steps (≈ lr·sign(g), lr 2e-3)
+    # turn 1e-7 gradient differences into ~1e-4 weight differences
     assert set(a) == set(b)
     assert all(a[k].shape == b[k].shape for k in a)  # full tensors, not FSDP shards
     worst = max((a[k] - b[k]).abs().max().item() for k in a)
@@ -71,7 +73,7 @@ def test_two_ranks_step_as_one_learner_and_resume(ray_cluster, tiny_path, tmp_pa
 
     trajs = [t for g in groups() for t in g]
     history = ray.get(group.sft.remote(trajs))  # batches of 3 and 2 sequences, split 2+1 and 1+1
-    ref.set_lr(CFG.sft.lr)
+    ref.set_lr(CFG.sft.lr)  # as LearnerGroup.sft
     ref_history = run_sft(ref, sft_samples(trajs), CFG.sft)
     ref.set_lr(CFG.optim.lr)
     assert [h["sft_loss"] for h in history] == pytest.approx([h["sft_loss"] for h in ref_history], rel=1e-5)

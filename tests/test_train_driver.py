@@ -20,6 +20,7 @@ SMALL = [
     "fabric.env_worker.limits={max_turns: 1, max_new_tokens: 24, max_context_tokens: 8192}",
     "fabric.env_worker.concurrency=2", "buffer.group_size=2", "train.groups_per_step=1",
     "sft.enabled=false", "eval.before=false", "eval.after=false", "wandb.mode=disabled", "ray.num_cpus=4",
+    "learner.loss.filter_equal_reward_groups=false",  # an untrained model: every step counts as a step
 ]
 
 
