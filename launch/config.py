@@ -9,15 +9,16 @@ keys and wrong types fail with the path of the field (msgspec's message), before
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import msgspec
-import yaml
 
 from actors.buffer import BufferConfig
 from actors.env_worker import EnvWorkerConfig
 from actors.generator_pool import GeneratorSpec
+from launch.yaml_config import ConfigError, decode, read_tree
 from learner.config import LearnerConfig
+
+__all__ = ["ConfigError", "TrainConfig", "load_config"]
 
 
 class RunConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -112,35 +113,5 @@ class TrainConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     ray: RayConfig = RayConfig()
 
 
-class ConfigError(ValueError):
-    """A config that cannot be used; the message names the file and the field."""
-
-
-def _set(tree: dict[str, Any], dotted: str, value: Any) -> None:
-    keys = dotted.split(".")
-    node = tree
-    for k in keys[:-1]:
-        node = node.setdefault(k, {})
-        if not isinstance(node, dict):
-            raise ConfigError(f"override {dotted!r}: {k!r} is not a section")
-    node[keys[-1]] = value
-
-
 def load_config(path: str | Path | None = None, overrides: list[str] | None = None) -> TrainConfig:
-    tree: dict[str, Any] = {}
-    if path is not None:
-        try:
-            tree = yaml.safe_load(Path(path).read_text()) or {}
-        except (OSError, yaml.YAMLError) as exc:
-            raise ConfigError(f"{path}: cannot read the config: {exc}") from exc
-        if not isinstance(tree, dict):
-            raise ConfigError(f"{path}: the top level must be a mapping of sections")
-    for item in overrides or []:
-        key, sep, raw = item.partition("=")
-        if not sep or not key:
-            raise ConfigError(f"override {item!r}: expected key.path=value")
-        _set(tree, key.strip(), yaml.safe_load(raw))
-    try:
-        return msgspec.convert(tree, TrainConfig, strict=False)
-    except msgspec.ValidationError as exc:
-        raise ConfigError(f"{path or 'config'}: {exc}") from exc
+    return decode(read_tree(path, overrides), TrainConfig, path)

@@ -27,11 +27,11 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import msgspec
-import yaml
 
 from actors.generator_pool import API_PREFIX
-from launch.config import ConfigError, TrainConfig, _set
+from launch.config import ConfigError, TrainConfig
 from launch.rollout_cache import Key, RolloutCache, RolloutRecord, settings_digest
+from launch.yaml_config import decode, read_tree
 
 log = logging.getLogger(__name__)
 
@@ -54,28 +54,9 @@ def load_sections(path: str | Path | None, overrides: list[str] | None, section:
                   cls: type[S]) -> tuple[TrainConfig, S]:
     """The training config (fabric, tasks, model, W&B, Ray) plus one extra top-level section of the
     same YAML file; `section.key=value` overrides reach the extra section."""
-    tree: dict[str, Any] = {}
-    if path is not None:
-        try:
-            tree = yaml.safe_load(Path(path).read_text()) or {}
-        except (OSError, yaml.YAMLError) as exc:
-            raise ConfigError(f"{path}: cannot read the config: {exc}") from exc
-        if not isinstance(tree, dict):
-            raise ConfigError(f"{path}: the top level must be a mapping of sections")
-    for item in overrides or []:
-        key, sep, raw = item.partition("=")
-        if not sep or not key:
-            raise ConfigError(f"override {item!r}: expected key.path=value")
-        _set(tree, key.strip(), yaml.safe_load(raw))
+    tree = read_tree(path, overrides)
     extra = tree.pop(section, None) or {}
-    try:
-        cfg = msgspec.convert(tree, TrainConfig, strict=False)
-    except msgspec.ValidationError as exc:
-        raise ConfigError(f"{path or 'config'}: {exc}") from exc
-    try:
-        return cfg, msgspec.convert(extra, cls, strict=False)
-    except msgspec.ValidationError as exc:  # the path names the section: `$.filter.samples`
-        raise ConfigError(f"{path or 'config'}: {str(exc).replace('`$', f'`$.{section}')}") from exc
+    return decode(tree, TrainConfig, path), decode(extra, cls, path, section)
 
 
 def outcome_settings(cfg: TrainConfig) -> str:

@@ -15,16 +15,14 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
-import yaml
 
 from envs.runtime.config import RuntimeConfig
+from launch.yaml_config import ConfigError, decode, read_tree
+
+__all__ = ["ConfigError", "SynthConfig", "load_synth_config"]
 
 #: LLM stages of the pipeline, in order (also the keys of `models`)
 LLM_STAGES = ("intents", "construct", "verifier", "repair", "audit", "diagnose")
-
-
-class ConfigError(ValueError):
-    """A config that cannot be used; the message names the file and the field."""
 
 
 class ModelSpec(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -112,32 +110,6 @@ class SynthConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
             raise ConfigError("domains: at least one domain is needed")
 
 
-def _set(tree: dict[str, Any], dotted: str, value: Any) -> None:
-    keys = dotted.split(".")
-    node = tree
-    for k in keys[:-1]:
-        node = node.setdefault(k, {})
-        if not isinstance(node, dict):
-            raise ConfigError(f"override {dotted!r}: {k!r} is not a section")
-    node[keys[-1]] = value
-
-
 def load_synth_config(path: str | Path | None = None, overrides: list[str] | None = None) -> SynthConfig:
     """Decode YAML plus `dotted.key=value` overrides (values parsed as YAML)."""
-    tree: dict[str, Any] = {}
-    if path is not None:
-        try:
-            tree = yaml.safe_load(Path(path).read_text()) or {}
-        except (OSError, yaml.YAMLError) as exc:
-            raise ConfigError(f"{path}: cannot read the config: {exc}") from exc
-        if not isinstance(tree, dict):
-            raise ConfigError(f"{path}: the top level must be a mapping")
-    for item in overrides or []:
-        key, sep, raw = item.partition("=")
-        if not sep or not key:
-            raise ConfigError(f"override {item!r}: expected key.path=value")
-        _set(tree, key.strip(), yaml.safe_load(raw))
-    try:
-        return msgspec.convert(tree, SynthConfig, strict=False)
-    except msgspec.ValidationError as exc:
-        raise ConfigError(f"{path or 'config'}: {exc}") from exc
+    return decode(read_tree(path, overrides), SynthConfig, path)

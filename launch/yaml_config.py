@@ -1,0 +1,57 @@
+"""YAML files plus `dotted.key=value` overrides, decoded into msgspec Structs with clear errors.
+
+One reader for every config of the project (training, eval/filter sections, synthesis). Overrides
+are parsed as YAML (numbers, booleans, lists); unknown keys and wrong types fail with the path of
+the field (msgspec's message) and the file's name, before anything starts.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, TypeVar
+
+import msgspec
+import yaml
+
+T = TypeVar("T")
+
+
+class ConfigError(ValueError):
+    """A config that cannot be used; the message names the file and the field."""
+
+
+def _set(tree: dict[str, Any], dotted: str, value: Any) -> None:
+    keys = dotted.split(".")
+    node = tree
+    for k in keys[:-1]:
+        node = node.setdefault(k, {})
+        if not isinstance(node, dict):
+            raise ConfigError(f"override {dotted!r}: {k!r} is not a section")
+    node[keys[-1]] = value
+
+
+def read_tree(path: str | Path | None, overrides: list[str] | None = None) -> dict[str, Any]:
+    """The file's mapping (empty without a file) with the overrides applied."""
+    tree: dict[str, Any] = {}
+    if path is not None:
+        try:
+            tree = yaml.safe_load(Path(path).read_text()) or {}
+        except (OSError, yaml.YAMLError) as exc:
+            raise ConfigError(f"{path}: cannot read the config: {exc}") from exc
+        if not isinstance(tree, dict):
+            raise ConfigError(f"{path}: the top level must be a mapping of sections")
+    for item in overrides or []:
+        key, sep, raw = item.partition("=")
+        if not sep or not key:
+            raise ConfigError(f"override {item!r}: expected key.path=value")
+        _set(tree, key.strip(), yaml.safe_load(raw))
+    return tree
+
+
+def decode(tree: Any, cls: type[T], path: str | Path | None = None, section: str | None = None) -> T:
+    """`tree` as `cls`; a `section` name is put into the error's field path (`$.filter.samples`)."""
+    try:
+        return msgspec.convert(tree, cls, strict=False)
+    except msgspec.ValidationError as exc:
+        msg = str(exc).replace("`$", f"`$.{section}") if section else str(exc)
+        raise ConfigError(f"{path or 'config'}: {msg}") from exc
