@@ -43,9 +43,7 @@ def published(group) -> tuple[int, dict[str, torch.Tensor]]:
     return version, ray.get(ref)
 
 
-def assert_close(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor], atol: float = 2e-4) -> None:
-    # float32 sums in another order across ranks; a fresh Adam's first steps (≈ lr·sign(g), lr 2e-3)
-    # turn 1e-7 gradient differences into ~1e-4 weight differences
+def assert_close(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor], atol: float = 5e-5) -> None:
     assert set(a) == set(b)
     assert all(a[k].shape == b[k].shape for k in a)  # full tensors, not FSDP shards
     worst = max((a[k] - b[k]).abs().max().item() for k in a)
