@@ -139,8 +139,8 @@ class LearnerRank:
     def sft_step(self, samples: list[Any]) -> dict[str, float]:
         return self.learner.sft_step(samples)
 
-    def set_lr(self, lr: float) -> None:
-        self.learner.set_lr(lr)
+    def reset_optimizer(self, lr: float) -> None:
+        self.learner.reset_optimizer(lr)
 
     def publish(self) -> tuple[int, list[Any] | None]:
         """Every rank gathers (a collective); rank 0 alone puts the weights in the object store."""
@@ -219,16 +219,15 @@ class LearnerGroup:
         return self._all("train_step", self._shards(groups))[0]
 
     def sft(self, trajectories: list[Any]) -> list[dict[str, float]]:
-        """Cold-start SFT at the SFT learning rate, then back to the RL one; the batches are drawn here,
-        each step runs on all ranks. (Unlike LearnerActor.sft it still keeps SFT's optimizer state for
-        RL: with a fresh optimizer, resuming a group is not yet bit-identical — to fix.)"""
+        """Cold-start SFT with its own optimizer, then a fresh one for RL (as LearnerActor.sft); the
+        batches are drawn here, each step runs on all ranks."""
         from learner.sft import run_sft, sft_samples
 
-        self._all("set_lr", (self.cfg.sft.lr,))
+        self._all("reset_optimizer", (self.cfg.sft.lr,))
         try:
             return run_sft(_Fanout(self), sft_samples(trajectories), self.cfg.sft)
         finally:
-            self._all("set_lr", (self.cfg.optim.lr,))
+            self._all("reset_optimizer", (self.cfg.optim.lr,))
 
     def publish(self) -> tuple[int, list[Any]]:
         """(version, [ref]) as LearnerActor.publish: the full weights, put once by rank 0."""

@@ -289,6 +289,9 @@ class TorchLearner:
         if self.rank == 0:
             state = torch.load(Path(path) / "learner.pt", map_location=self.device if self.world == 1 else "cpu",
                                weights_only=False)
+            # saved right after reset_optimizer: no moments yet (set_optimizer_state_dict would create
+            # zero ones with step 1, and the next step's bias correction would differ from the run's)
+            state["fresh_optimizer"] = not state["optimizer"].get("state")
         if self.world > 1:
             box = [{k: v for k, v in state.items() if k not in ("model", "optimizer")} if state else None]
             torch.distributed.broadcast_object_list(box, src=0)
@@ -296,6 +299,8 @@ class TorchLearner:
         opts = self._full_options(broadcast_from_rank0=self.world > 1)
         set_model_state_dict(self.model, state["model"], options=opts)
         set_optimizer_state_dict(self.model, self.optimizer, self._by_name(state["optimizer"]), options=opts)
+        if state["fresh_optimizer"]:
+            self.optimizer.state.clear()
         self.scheduler.load_state_dict(state["scheduler"])
         self.step, self.version = state["step"], state["version"]
         torch.set_rng_state(state["rng"]["torch"])

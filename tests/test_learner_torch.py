@@ -92,6 +92,22 @@ def test_resumed_learner_takes_the_same_next_step(tiny_path, tmp_path):  # noqa:
     assert a.scheduler.get_last_lr() == b.scheduler.get_last_lr()
 
 
+def test_checkpoint_taken_right_after_an_optimizer_reset_resumes_exactly(tiny_path, tmp_path):  # noqa: F811
+    """SFT ends with a fresh optimizer for RL; a checkpoint then holds no Adam moments, and the resumed
+    learner must not invent zero ones at step 1 (its bias correction would differ)."""
+    cfg = LearnerConfig(optim=OptimConfig(lr=1e-3))
+    a = TorchLearner(tiny_path, cfg)
+    a.train_step(groups())
+    a.reset_optimizer(cfg.optim.lr)
+    a.save(tmp_path / "ckpt")
+    a.train_step(groups())
+    b = TorchLearner(tiny_path, cfg)
+    b.load(tmp_path / "ckpt")
+    b.train_step(groups())
+    pa, pb = params(a), params(b)
+    assert all(torch.equal(pa[k], pb[k]) for k in pa)
+
+
 def test_sft_lowers_the_loss_on_model_tokens_only(tiny_path):  # noqa: F811
     learner = TorchLearner(tiny_path, LearnerConfig(), lr=3e-3)
     data = [Sample(t.token_ids, t.loss_mask, None) for g in groups() for t in g]

@@ -94,6 +94,29 @@ async def test_tiny_model_through_runtime_is_token_aligned(harness_name, tiny_pa
     assert_aligned(traj, renderer, harness, task.instruction, catalogue)
 
 
+async def test_concurrent_requests_decode_as_one_batch_with_their_own_seeds(tiny_path):
+    """Batching must not change what a seeded request samples, and the log-probs stay the model's."""
+    import asyncio
+
+    from rollout.generators.scripted import forced_logprobs
+
+    gen = HFGenerator(tiny_path)
+    prompts = [[5, 6, 7], list(range(20, 60)), [9] * 15]
+    params = [SamplingParams(temperature=1.0, max_new_tokens=n, seed=i) for i, n in enumerate((30, 12, 30))]
+    alone = [await gen.generate(p, s) for p, s in zip(prompts, params, strict=True)]
+    before = gen.batches
+    together = await asyncio.gather(*(gen.generate(p, s) for p, s in zip(prompts, params, strict=True)))
+    assert gen.batches - before < len(prompts)  # at least two requests shared a forward pass
+    for p, s, a, b in zip(prompts, params, alone, together, strict=True):
+        assert a.token_ids == b.token_ids and len(a.token_ids) <= s.max_new_tokens
+        assert a.finish_reason == ("stop" if a.token_ids[-1] in gen.eos_ids else "length")
+        forced = forced_logprobs(gen.model, p, b.token_ids, 1.0)
+        assert max(abs(x - y) for x, y in zip(b.logprobs, forced, strict=True)) < 1e-4
+    greedy = SamplingParams(temperature=0.0, max_new_tokens=10)
+    g1, g2 = await asyncio.gather(gen.generate(prompts[0], greedy), gen.generate(prompts[0], greedy))
+    assert g1.token_ids == g2.token_ids
+
+
 async def test_termination_reasons(tiny_path, renderer, runtime, cache):
     task = get_task(TASK)
     gen = HFGenerator(tiny_path)
