@@ -2,6 +2,8 @@
 
 One episode: open the task's environment and tool server → agent loop against the generator pool →
 ship the final state to a judge (retried on another judge if one dies) → the judged `Trajectory`.
+An imported Harbor task (`EpisodeRequest.harbor_path`) is the same, over its container tree and MCP
+servers (envs/harbor_run.py), its tree judged by its own tests/test.sh on the judge.
 Rollout capacity (env workers, CPUs) scales apart from generation capacity (generators, GPUs).
 """
 
@@ -34,6 +36,9 @@ class EpisodeRequest(msgspec.Struct, frozen=True):
     sample_idx: int
     harness: str = "ptc"
     seed: int | None = None
+    #: an imported Harbor task's folder (envs/harbor_import.py), as the env workers and judges see it;
+    #: then task_id is its folder name and scale is envs.harbor_run.HARBOR_SCALE. None: a library task.
+    harbor_path: str | None = None
 
 
 class EnvWorkerConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -71,40 +76,82 @@ class EnvWorker:
         await self._runtime()
         return self.runtime.limits_mode
 
+    def _sampling(self, req: EpisodeRequest) -> SamplingParams:
+        return self.cfg.sampling if req.seed is None else msgspec.structs.replace(self.cfg.sampling, seed=req.seed)
+
+    async def _client(self) -> PoolClient:
+        if self.chat_api is None:
+            self.chat_api = await self.pool.chat_api.remote()
+        return PoolClient(self.pool, chat_api=self.chat_api)
+
     async def run(self, req: EpisodeRequest) -> Trajectory:
+        if req.harbor_path is not None:
+            return await self._run_harbor(req)
         runtime = await self._runtime()
         task = get_task(req.task_id, self.cfg.library_root)
-        sampling = self.cfg.sampling if req.seed is None else msgspec.structs.replace(self.cfg.sampling, seed=req.seed)
         async with self.sem:
-            if self.chat_api is None:
-                self.chat_api = await self.pool.chat_api.remote()
-            client = PoolClient(self.pool, chat_api=self.chat_api)
+            client = await self._client()
             episode = await open_task_episode(runtime, task, req.scale, self.cache)
             try:
                 traj = await run_agent(client, self.renderer, episode, Harness(req.harness),
                                        task.instruction, task_id=task.id, scale=req.scale, group_id=req.group_id,
-                                       sample_idx=req.sample_idx, limits=self.cfg.limits, sampling=sampling)
+                                       sample_idx=req.sample_idx, limits=self.cfg.limits,
+                                       sampling=self._sampling(req))
                 state = await asyncio.to_thread(snapshot_state, episode.final_state().env_root)
             finally:
                 await episode.close()
+        self._log_generator_error(req, traj, client)
+        verdict = await self._judge("judge", task.id, req.scale, state, traj.final_answer)
+        return self._judged(traj, verdict)
+
+    async def _run_harbor(self, req: EpisodeRequest) -> Trajectory:
+        """An imported Harbor task: the task's container tree and MCP servers, the same agent loop, and
+        its tests/test.sh on a judge (a tree that cannot be shipped is a recorded verifier error)."""
+        from envs.harbor_import import load_harbor_task
+        from envs.harbor_run import run_harbor_episode, snapshot_tree
+
+        def snapshot(state: Any, answer: str) -> bytes | str:
+            try:
+                return snapshot_tree(state)
+            except Exception as exc:  # noqa: BLE001 - an unreadable tree is the sample's verdict, not a lost sample
+                return f"the final container tree could not be shipped to a judge: {type(exc).__name__}: {exc}"
+
+        runtime = await self._runtime()
+        task = await asyncio.to_thread(load_harbor_task, req.harbor_path)
+        async with self.sem:
+            client = await self._client()
+            traj, state = await run_harbor_episode(runtime, task, req.harness, self.renderer, client, snapshot,
+                                                   limits=self.cfg.limits, sampling=self._sampling(req),
+                                                   group_id=req.group_id, sample_idx=req.sample_idx)
+        self._log_generator_error(req, traj, client)
+        if isinstance(state, str):
+            verdict = Verdict(criteria={}, reward=0.0, score=0.0, error=state)
+        else:
+            verdict = await self._judge("judge_harbor", req.harbor_path, state, traj.final_answer)
+        return self._judged(traj, verdict)
+
+    @staticmethod
+    def _log_generator_error(req: EpisodeRequest, traj: Trajectory, client: PoolClient) -> None:
         if traj.termination == "generator_error":
             log.warning("episode %s:%d ended with generator_error: %s", req.group_id, req.sample_idx,
                         client.last_error)
-        verdict = await self._judge(task.id, req.scale, state, traj.final_answer)
+
+    def _judged(self, traj: Trajectory, verdict: Verdict) -> Trajectory:
         traj.reward, traj.score, traj.criteria, traj.verifier_error = (verdict.reward, verdict.score,
                                                                       verdict.criteria, verdict.error)
         self.episodes += 1
         return traj
 
-    async def _judge(self, task_id: str, scale: str, state: bytes, answer: str) -> Verdict:
-        """A judge that dies is retried (on another judge when there are several)."""
+    async def _judge(self, method: str, *args: Any) -> Verdict:
+        """`judge.<method>(*args)` on a judge; a judge that dies is retried (on another judge when there
+        are several). `judge` for a library task, `judge_harbor` for an imported Harbor task."""
         order = list(range(len(self.judges)))
         random.shuffle(order)
         last: Exception | None = None
         for attempt in range(self.cfg.judge_retries + 1):
             judge = self.judges[order[attempt % len(order)]]
             try:
-                return await judge.judge.remote(task_id, scale, state, answer)
+                return await getattr(judge, method).remote(*args)
             except (ray.exceptions.RayActorError, ray.exceptions.ActorUnavailableError) as exc:
                 last = exc
                 await asyncio.sleep(0.2 * (attempt + 1))  # a restarting judge needs a moment

@@ -2,6 +2,8 @@
 
 Each verification runs in a forked child process with a deadline, so a verifier that loops or
 crashes costs one recorded failure (`Verdict.error`), never the judge, the worker or the sample.
+`judge` verifies a task of our library; `judge_harbor` an imported Harbor task (tests/test.sh on the
+shipped container tree; envs/harbor_run.py).
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import multiprocessing as mp
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import ray
@@ -17,24 +20,20 @@ from envs.library import LIBRARY_DIR, get_task
 from envs.task_env import EnvironmentCache, Verdict, judge, restore_state
 
 
-def _verify_child(conn, root: str, task_id: str, scale: str, state: bytes, answer: str, cache_root: str) -> None:
+def _verify_child(conn, fn: Callable[..., Verdict], args: tuple) -> None:
     try:
-        with tempfile.TemporaryDirectory() as tmp:
-            final = restore_state(state, Path(tmp) / "final")
-            verdict = judge(get_task(task_id, root), scale, final, answer, EnvironmentCache(cache_root))
-        conn.send(verdict)
+        conn.send(fn(*args))
     except BaseException as exc:  # noqa: BLE001 - reported to the parent
         conn.send(Verdict(criteria={}, reward=0.0, score=0.0, error=f"{type(exc).__name__}: {exc}"))
     finally:
         conn.close()
 
 
-def verify_with_deadline(task_id: str, scale: str, state: bytes, answer: str, timeout_s: float,
-                         library_root: str, cache_root: str) -> Verdict:
+def run_with_deadline(fn: Callable[..., Verdict], args: tuple, timeout_s: float) -> Verdict:
+    """`fn(*args)` in a forked child: a timeout, a crash or an exception is a Verdict with `error`."""
     ctx = mp.get_context("fork")
     parent, child = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_verify_child, args=(child, library_root, task_id, scale, state, answer, cache_root),
-                       daemon=True)
+    proc = ctx.Process(target=_verify_child, args=(child, fn, args), daemon=True)
     proc.start()
     child.close()
     try:
@@ -50,6 +49,33 @@ def verify_with_deadline(task_id: str, scale: str, state: bytes, answer: str, ti
         parent.close()
 
 
+def _verify_task(root: str, task_id: str, scale: str, state: bytes, answer: str, cache_root: str) -> Verdict:
+    with tempfile.TemporaryDirectory() as tmp:
+        final = restore_state(state, Path(tmp) / "final")
+        return judge(get_task(task_id, root), scale, final, answer, EnvironmentCache(cache_root))
+
+
+def verify_with_deadline(task_id: str, scale: str, state: bytes, answer: str, timeout_s: float,
+                         library_root: str, cache_root: str) -> Verdict:
+    return run_with_deadline(_verify_task, (library_root, task_id, scale, state, answer, cache_root), timeout_s)
+
+
+def verify_harbor_with_deadline(path: str, state: bytes, answer: str, timeout_s: float | None = None) -> Verdict:
+    """An imported Harbor task's container tree (envs/harbor_run.snapshot_tree), judged by its tests/test.sh.
+
+    test.sh is killed at its own [verifier] timeout_sec; the child's deadline is that plus
+    JUDGE_GRACE_S (or `timeout_s`). A task that no longer loads is a recorded error too."""
+    from envs.harbor_import import HarborTaskError, load_harbor_task
+    from envs.harbor_run import JUDGE_GRACE_S, judge_snapshot
+
+    if timeout_s is None:
+        try:
+            timeout_s = load_harbor_task(path).verifier_timeout_s + JUDGE_GRACE_S
+        except HarborTaskError as exc:
+            return Verdict(criteria={}, reward=0.0, score=0.0, error=f"HarborTaskError: {exc}")
+    return run_with_deadline(judge_snapshot, (path, state, answer), timeout_s)
+
+
 @ray.remote(max_restarts=-1)
 class Judge:
     def __init__(self, library_root: str = str(LIBRARY_DIR), timeout_s: float = 60.0):
@@ -63,6 +89,11 @@ class Judge:
         self.judged += 1
         return await asyncio.to_thread(verify_with_deadline, task_id, scale, state, answer, self.timeout_s,
                                        self.library_root, self.cache_root)
+
+    async def judge_harbor(self, path: str, state: bytes, answer: str) -> Verdict:
+        """An imported Harbor task (its folder, as this node sees it): tests/test.sh on the shipped tree."""
+        self.judged += 1
+        return await asyncio.to_thread(verify_harbor_with_deadline, path, state, answer)
 
     async def ping(self) -> int:
         return self.judged

@@ -8,6 +8,10 @@
 
     report = check(task)   # solution/solve.sh then tests → reward 1; untouched container → reward 0
 
+On the actor fabric (`EpisodeRequest(harbor_path=...)`, actors/env_worker.py) the env worker runs
+`run_harbor_episode` and ships `snapshot_tree(final state)` to a Judge actor, which runs
+`judge_snapshot` in a forked child under [verifier] timeout_sec + JUDGE_GRACE_S.
+
 Episode: the episode's `env/container/` folder is the task's container tree (mapping rule in
 envs/harbor_import.py). Stdio MCP servers run in the task's container view (bubblewrap, outside the
 kernel's sandbox, like our own task servers); url servers are connected as given. The kernel's
@@ -26,20 +30,22 @@ recorded verifier error with reward 0, never a lost sample.
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 import os
 import shutil
 import signal
 import subprocess
+import tarfile
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgspec
 
-from envs.harbor_import import HarborTask, resolve_host_env
+from envs.harbor_import import HarborTask, load_harbor_task, resolve_host_env
 from envs.runtime.episode import Episode, EpisodeState, Runtime
 from envs.runtime.upstream import UpstreamSpec
 from envs.task_env import Verdict
@@ -50,6 +56,9 @@ if TYPE_CHECKING:
 TREE_DIR = "container"
 CRITERION = "criterion_"  # reward.json entries named criterion_<name> (what envs/harbor.py writes)
 HARBOR_SCALE = "harbor"  # Trajectory.scale of an imported task (Harbor tasks have one environment size)
+JUDGE_GRACE_S = 30.0  # a judge's deadline beyond [verifier] timeout_sec (restore, copies, bubblewrap)
+
+T = TypeVar("T")
 
 
 class ScriptRun(msgspec.Struct):
@@ -163,7 +172,14 @@ def verify(task: HarborTask, tree: Path, answer: str | None, timeout_s: float | 
     tree = Path(tree)
     if answer is not None:
         path = task.host_path(tree, task.answer_path)
+        # links the episode left point into its container view: never follow one to the host's files
+        if not path.parent.resolve().is_relative_to(tree.resolve()):
+            error = f"{task.id}: {task.answer_path}: its folder is a link out of the container tree"
+            return VerifierRun(verdict=Verdict(criteria={}, reward=0.0, score=0.0, error=error), rewards={},
+                               script=ScriptRun(exit_code=None, timed_out=False, duration_s=0.0, output_tail=""))
         path.parent.mkdir(parents=True, exist_ok=True)
+        if path.is_symlink():
+            path.unlink()
         path.write_text(answer)
     with tempfile.TemporaryDirectory(prefix="harbor-verify-") as tmp:
         tests = Path(shutil.copytree(task.tests_dir, Path(tmp) / "tests", symlinks=True))
@@ -224,11 +240,12 @@ def check(task: HarborTask) -> CheckReport:
                        error="; ".join(problems) or None, notes=task.layout.notes)
 
 
-async def harbor_trajectory(runtime: Runtime, task: HarborTask, harness: str, renderer: Any, generator: Any, *,
-                            limits: Any = None, sampling: Any = None, group_id: str = "",
-                            sample_idx: int = 0) -> Trajectory:
-    """One judged episode of an imported task, driven by any generator (or a callable making one from
-    the open episode), through the same agent loop and harnesses as our own tasks."""
+async def run_harbor_episode(runtime: Runtime, task: HarborTask, harness: str, renderer: Any, generator: Any,
+                             final: Callable[[EpisodeState, str], T], *, limits: Any = None, sampling: Any = None,
+                             group_id: str = "", sample_idx: int = 0) -> tuple[Trajectory, T]:
+    """One episode of an imported task through the same agent loop and harnesses as our own tasks, driven
+    by any generator (or a callable making one from the open episode). `final(state, answer)` runs in a
+    thread on the final state before the episode closes: judge it here, or snapshot it for a judge."""
     from rollout.agent_loop import run_agent
     from rollout.harness import Harness
 
@@ -239,9 +256,52 @@ async def harbor_trajectory(runtime: Runtime, task: HarborTask, harness: str, re
         traj = await run_agent(generator, renderer, episode, Harness(harness), task.prompt, task_id=task.id,
                                scale=HARBOR_SCALE, group_id=group_id or f"harbor-{task.id}", sample_idx=sample_idx,
                                limits=limits, sampling=sampling)
-        verdict = await asyncio.to_thread(judge, task, episode.final_state(), traj.final_answer)
+        out = await asyncio.to_thread(final, episode.final_state(), traj.final_answer)
     finally:
         await episode.close()
+    return traj, out
+
+
+def set_verdict(traj: Trajectory, verdict: Verdict) -> Trajectory:
     traj.reward, traj.score, traj.criteria, traj.verifier_error = (verdict.reward, verdict.score, verdict.criteria,
                                                                   verdict.error)
     return traj
+
+
+async def harbor_trajectory(runtime: Runtime, task: HarborTask, harness: str, renderer: Any, generator: Any, *,
+                            limits: Any = None, sampling: Any = None, group_id: str = "",
+                            sample_idx: int = 0) -> Trajectory:
+    """One episode of an imported task, judged in this process (the fabric judges on a Judge actor:
+    actors/env_worker.py)."""
+    traj, verdict = await run_harbor_episode(runtime, task, harness, renderer, generator,
+                                             lambda state, answer: judge(task, state, answer), limits=limits,
+                                             sampling=sampling, group_id=group_id, sample_idx=sample_idx)
+    return set_verdict(traj, verdict)
+
+
+# ---- the fabric's path: the final container tree shipped from an env worker to a judge ----
+
+def snapshot_tree(state: EpisodeState | str | Path) -> bytes:
+    """An episode's final container tree as tar bytes, to judge it in another process or on another node."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        tar.add(tree_of(state), arcname=TREE_DIR)
+    return buf.getvalue()
+
+
+def restore_tree(data: bytes, dst: str | Path) -> Path:
+    """The tree of `snapshot_tree`, under `dst`. The "tar" filter, not "data": symbolic links keep their
+    absolute container targets (they resolve inside the container view), while members still cannot
+    be written outside `dst` and set-id bits are dropped."""
+    dst = Path(dst)
+    dst.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r") as tar:
+        tar.extractall(dst, filter="tar")
+    return dst / TREE_DIR
+
+
+def judge_snapshot(path: str | Path, state: bytes, answer: str | None) -> Verdict:
+    """The Verdict of a shipped container tree: load the task at `path`, restore, run tests/test.sh."""
+    task = load_harbor_task(path)
+    with tempfile.TemporaryDirectory(prefix="harbor-judge-") as tmp:
+        return judge(task, restore_tree(state, tmp), answer)

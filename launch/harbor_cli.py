@@ -4,14 +4,14 @@
 SRC is a Harbor task folder or a dataset folder of them. `check` needs no model: for each task the
 untouched container must score 0 and solution/solve.sh must score 1 (exit 1 otherwise). `run` drives
 real episodes with a model: `tiny` (the project's tiny model), `openai:NAME` (any OpenAI-compatible
-endpoint, `--base-url`), or a Hugging Face model folder; trajectories go to `--out` as JSONL.
+endpoint, `--base-url`), or a Hugging Face model folder, on the actor fabric (generators, env
+workers, judges; `--config`, `--set`): it is `progagent eval --harbor SRC sweep.scales=[]` for one
+model and harness, so judged rollouts are cached in `--out/rollouts.jsonl` with the sweep's tables.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
-import contextlib
 import time
 from pathlib import Path
 
@@ -65,52 +65,36 @@ def cmd_check(args: argparse.Namespace) -> int:
     return 1 if failed or errors else 0
 
 
-def _generator(model: str, base_url: str | None):
-    """(generator, tokenizer) for `tiny`, `openai:NAME` or a Hugging Face model folder."""
-    from rollout.tiny_model import build_tiny, project_tokenizer
-
-    if model.startswith("openai:"):
-        from rollout.generators.openai_backend import OpenAIGenerator
-
-        return OpenAIGenerator(model.split(":", 1)[1], base_url=base_url), project_tokenizer()
-    from rollout.generators.hf import HFGenerator
-
-    gen = HFGenerator(build_tiny() if model == "tiny" else model)
-    return gen, gen.tokenizer
-
-
-async def run_episodes(args: argparse.Namespace) -> int:
-    from envs.harbor_run import harbor_trajectory
-    from envs.runtime.config import RuntimeConfig
-    from envs.runtime.episode import Runtime
-    from rollout.agent_loop import ChatRenderer, LoopLimits
-    from rollout.types import SamplingParams
+def cmd_run(args: argparse.Namespace) -> int:
+    """The Harbor tasks as an evaluation sweep (launch/eval.py) of one model and harness, on the actor
+    fabric: generators, env workers, judges; rollouts cached in `--out`, so a re-run resumes."""
+    from launch.config import ConfigError
+    from launch.eval import SweepSettings, run_sweep, validate
+    from launch.rollouts import load_sections
 
     tasks, errors = _load(args.sources)
-    generator, tokenizer = _generator(args.model, args.base_url)
-    renderer = ChatRenderer(tokenizer)
-    limits = LoopLimits(max_turns=args.max_turns, max_new_tokens=args.max_new_tokens)
-    sampling = SamplingParams(temperature=args.temperature, max_new_tokens=args.max_new_tokens)
-    sem = asyncio.Semaphore(args.concurrency)
-    encoder = msgspec.json.Encoder()
-    rewards: list[float] = []
-    with open(args.out, "wb") if args.out else contextlib.nullcontext() as out:
-        async with Runtime(RuntimeConfig(warm_pool=args.concurrency)) as runtime:
-            async def one(task: HarborTask, i: int) -> None:
-                async with sem:
-                    traj = await harbor_trajectory(runtime, task, args.harness, renderer, generator, limits=limits,
-                                                   sampling=sampling, sample_idx=i)
-                rewards.append(traj.reward)
-                if out:
-                    out.write(encoder.encode(traj) + b"\n")
-                error = f"  [red]{traj.verifier_error[:200]}[/]" if traj.verifier_error else ""
-                console.print(f"{task.id} #{i}: reward {traj.reward:.0f} score {traj.score:.2f} {traj.termination} "
-                              f"({len(traj.turns)} turns){error}")
-
-            await asyncio.gather(*(one(t, i) for t in tasks for i in range(args.samples)))
-    if rewards:
-        console.print(f"{args.harness}: mean reward {sum(rewards) / len(rewards):.3f} over {len(rewards)} episodes")
-    return 1 if errors or not rewards else 0
+    if not tasks:
+        return 1
+    w = "fabric.env_worker"
+    overrides = [f"{w}.limits.max_turns={args.max_turns}", f"{w}.limits.max_new_tokens={args.max_new_tokens}",
+                 f"{w}.limits.max_context_tokens={args.max_context_tokens}",
+                 f"{w}.sampling.temperature={args.temperature}", f"{w}.concurrency={args.concurrency}",
+                 *([f"fabric.generator.base_url={args.base_url}"] if args.base_url else []), *args.overrides]
+    try:
+        cfg, st = load_sections(args.config, overrides, "sweep", SweepSettings)
+        st = msgspec.structs.replace(st, models=[args.model], harnesses=[args.harness], scales=[],
+                                     samples=args.samples, harbor=[str(t.dir) for t in tasks],
+                                     out_dir=args.out or str(Path(cfg.run.out_dir) / "harbor"))
+        validate(st)
+    except ConfigError as exc:
+        console.print(f"[red]config error:[/] {exc}")
+        return 2
+    out = run_sweep(cfg, st)
+    summary = msgspec.json.decode((out / "summary.json").read_bytes())
+    for row in summary["overall"]:
+        console.print(f"{row['harness']}: mean reward {row['reward']:.3f} over {row['n']} episodes "
+                      f"({row['verifier_errors']} verifier error(s)); per task: {out / 'results_by_task.csv'}")
+    return 1 if errors or summary["stats"]["failed"] or not summary["overall"] else 0
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -121,7 +105,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", help="write the full reports here")
     p.add_argument("--notes", dest="verbose_notes", action="store_true", help="show what could not be emulated")
     p.set_defaults(run=cmd_check)
-    p = hsub.add_parser("run", help="episodes with a model through a harness, judged by the task's tests")
+    p = hsub.add_parser("run", help="episodes with a model through a harness on the actor fabric, judged by "
+                        "the task's tests")
     p.add_argument("sources", nargs="+", help="Harbor task folders or dataset folders of them")
     p.add_argument("--harness", choices=("ptc", "dtc", "hybrid"), default="ptc")
     p.add_argument("--model", default="tiny", help="tiny | openai:NAME | a Hugging Face model folder")
@@ -129,7 +114,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--samples", type=int, default=1, help="episodes per task")
     p.add_argument("--max-turns", type=int, default=30)
     p.add_argument("--max-new-tokens", type=int, default=1024)
+    p.add_argument("--max-context-tokens", type=int, default=32_768)
     p.add_argument("--temperature", type=float, default=1.0)
-    p.add_argument("--concurrency", type=int, default=2)
-    p.add_argument("--out", default=None, help="JSONL file of judged trajectories")
-    p.set_defaults(run=lambda a: asyncio.run(run_episodes(a)))
+    p.add_argument("--concurrency", type=int, default=2, help="episodes at once per env worker")
+    p.add_argument("--out", default=None, help="output folder: rollouts.jsonl (the cache: a re-run resumes), "
+                   "results_by_task.csv, report.md (default <run.out_dir>/harbor)")
+    p.add_argument("--config", default="configs/local.yaml", help="fabric settings (generators, env workers, "
+                   "judges, Ray)")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="a config override, e.g. fabric.env_workers=2 (repeatable)")
+    p.set_defaults(run=cmd_run)

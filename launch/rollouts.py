@@ -45,6 +45,7 @@ class RolloutJob(msgspec.Struct, frozen=True):
     scale: str
     sample: int
     seed: int
+    harbor_path: str | None = None  # an imported Harbor task's folder (task = its name, scale = "harbor")
 
     def key(self) -> Key:
         return (self.model, self.harness, self.task, self.scale, self.sample)
@@ -144,7 +145,7 @@ class RolloutRunner:
                 job = queue.get_nowait()
                 req = EpisodeRequest(task_id=job.task, scale=job.scale, harness=job.harness,
                                      group_id=f"{job.model}/{job.harness}/{job.task}/{job.scale}",
-                                     sample_idx=job.sample, seed=job.seed)
+                                     sample_idx=job.sample, seed=job.seed, harbor_path=job.harbor_path)
                 self.requests += 1
                 t0 = time.perf_counter()
                 ref = worker.run.remote(req)
