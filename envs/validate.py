@@ -86,7 +86,8 @@ def _wrong_in_process(task: Task, scale: str, cache: EnvironmentCache, source: s
 
 
 async def validate_task(runtime: Runtime, task: Task, cache: EnvironmentCache,
-                        scales: tuple[str, ...] = SCALE_NAMES) -> dict[str, Any]:
+                        scales: tuple[str, ...] = SCALE_NAMES, trusted: bool = True) -> dict[str, Any]:
+    """`trusted=False` (model-written tasks, synth/): wrong solutions run in the sandbox at every scale."""
     report: dict[str, Any] = {"task": task.id, "domain": task.spec.domain, "scales": {}, "problems": []}
     problems: list[str] = report["problems"]
     try:
@@ -122,7 +123,7 @@ async def validate_task(runtime: Runtime, task: Task, cache: EnvironmentCache,
                 failed = [k for k, v in oracle.verdict.criteria.items() if not v]
                 problems.append(f"{scale}: oracle fails {failed or oracle.verdict.error}; errors={oracle.errors[:1]}")
             for name, source in wrong.items():
-                if scale == scales[0]:  # through the sandbox once …
+                if scale == scales[0] or not trusted:  # through the sandbox (once, for trusted tasks) …
                     reward = (await run_solution(runtime, task, scale, cache, source)).verdict.reward
                 else:  # … and in process at the other scales (trusted code; it tests the verifier)
                     reward = await asyncio.to_thread(_wrong_in_process, task, scale, cache, source)

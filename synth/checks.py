@@ -1,15 +1,24 @@
 """The non-LLM checks of a candidate task, through the real sandboxed runtime and the judge.
 
-- `execute`: load the folder, build one scale (twice: deterministic?), the untouched environment must
-  fail, the oracle must pass (run cell by cell in a sandboxed kernel with the task's MCP server,
-  judged outside), every wrong solution must fail. Its problems are the repair prompt.
+- `load`: the folder's task.toml, then its modules imported in a sandboxed child (their top-level
+  code under the deadline), then the tool count and the wrong solutions.
+- `execute`: build one scale (twice: deterministic?), the untouched environment must fail, the
+  oracle must pass (run cell by cell in a sandboxed kernel with the task's MCP server, judged
+  outside), every wrong solution must fail. Its problems are the repair prompt.
 - `audit`: the oracle and an independent solver (an API model through the PTC harness, seeing only
   the instruction and the tools) at the audit scale; the solver's run is summarised for a diagnosis.
-- `validate`: the task library's full validator (envs/validate.py) at all four scales.
+- `validate`: the task library's full validator (envs/validate.py) at all four scales, with every
+  program (oracle, wrong solutions) in the sandbox at every scale.
 
-The task's data.py, tools.py and verify.py run in this process (as in the validator and the task
-server); only programs (oracle, wrong solutions, the solver's) run in the sandbox. Run synthesis
-where model-written code may run.
+Where model-written code runs: data.py builds, verify() calls and the first import of the task's
+modules each run in a child process with a wall-clock deadline (`code_timeout_s`), inside
+bubblewrap where it is usable (synth/sandbox.py: no network, the candidate folder read-only, only
+the output folder writable, no host home, repository or other tasks); a timeout or crash is a
+problem for the repair prompt. Programs (oracle, wrong solutions, the solver's) run in the
+runtime's sandboxed kernels. NOT sandboxed: tools.py, which the task's MCP server imports (after
+the sandboxed import passed) and calls in this process, in worker threads (the runtime serves task
+tools in process; a call from a program gives up after `runtime.tool_timeout_s`, but a tool that
+never returns keeps its thread). Run synthesis where that is acceptable.
 """
 
 from __future__ import annotations
@@ -28,6 +37,7 @@ from rollout.agent_loop import ChatRenderer, LoopLimits
 from rollout.teacher import generator_trajectory
 from rollout.types import SamplingParams, Trajectory
 from synth.config import AuditConfig
+from synth.sandbox import CandidateCodeError, CodeRunner, CodeTimeout
 
 MAX_FEEDBACK_CHARS = 1_500
 
@@ -42,6 +52,8 @@ def _tail(text: str, limit: int = MAX_FEEDBACK_CHARS) -> str:
 
 def _exc_text(exc: BaseException, folder: Path) -> str:
     """A traceback the model can act on: its own files by name, the tail only."""
+    if isinstance(exc, CandidateCodeError):  # raised in the child: its traceback is already relative
+        return _tail(exc.feedback)
     return _tail("".join(traceback.format_exception(exc)).replace(str(folder) + "/", ""))
 
 
@@ -62,22 +74,29 @@ def _run_problems(label: str, run: SolutionRun) -> list[str]:
     return ["; ".join(parts[:3]) + ("\n" + "\n".join(parts[3:]) if parts[3:] else "")]
 
 
-def load(folder: Path) -> tuple[Task | None, list[str]]:
+def load(folder: Path, runner: CodeRunner) -> tuple[Task | None, list[str]]:
+    """The task (its build and verify() through `runner`) and its static problems; None when unusable."""
     try:
-        task = load_task(folder)
+        task = runner.task(load_task(folder))  # reads task.toml only
+        runner.probe(folder)  # the modules' top-level code runs first in the sandbox, under the deadline
         n = len(task.tool_functions())
     except TaskLoadError as exc:
         return None, [str(exc).replace(str(folder) + "/", "")]
+    except CodeTimeout as exc:
+        return None, [str(exc)]
+    except CandidateCodeError as exc:
+        return None, [_tail(exc.feedback)]
     problems = [] if n >= 5 else [f"only {n} tools (at least 5 required)"]
     if len(task.wrong_solutions()) < 2:
         problems.append(f"only {len(task.wrong_solutions())} wrong solutions in wrong/ (at least 2 required)")
     return task, problems
 
 
-async def execute(runtime: Runtime, folder: Path, cache: EnvironmentCache, scale: str = "v0") -> dict[str, Any]:
+async def execute(runtime: Runtime, folder: Path, cache: EnvironmentCache, runner: CodeRunner,
+                  scale: str = "v0") -> dict[str, Any]:
     """{"ok", "problems", "stats", "oracle": {...}, "wrong": {name: reward}}."""
-    task, problems = load(folder)
-    out: dict[str, Any] = {"scale": scale, "problems": problems}
+    task, problems = await asyncio.to_thread(load, folder, runner)
+    out: dict[str, Any] = {"scale": scale, "problems": problems, "code_sandbox": runner.mode}
     if task is None:
         out["ok"] = False
         return out
@@ -89,6 +108,10 @@ async def execute(runtime: Runtime, folder: Path, cache: EnvironmentCache, scale
             problems.append(f"{scale}: building twice gives different bytes (data.py must use only "
                             "random.Random(seed), fixed insertion order, no time or hash())")
         out["stats"] = env_stats(built)
+    except CodeTimeout as exc:
+        problems.append(f"data.py {exc}")
+        out["ok"] = False
+        return out
     except Exception as exc:  # noqa: BLE001 - the model's data.py failing is feedback, not a crash
         problems.append(f"data.py build({scale}) raised:\n{_exc_text(exc, folder)}")
         out["ok"] = False
@@ -154,6 +177,6 @@ async def audit(runtime: Runtime, task: Task, cache: EnvironmentCache, renderer:
 
 async def validate(runtime: Runtime, task: Task, cache: EnvironmentCache) -> dict[str, Any]:
     """The library validator's report, plus the fingerprint of what must be identical across scales."""
-    report = await validate_task(runtime, task, cache)
+    report = await validate_task(runtime, task, cache, trusted=False)
     report["fingerprint"] = task.fingerprint()
     return report

@@ -98,6 +98,12 @@ class SynthConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     library_dir: str = ""
     #: the scale of the first execution (and of the repair loop's quick checks)
     execute_scale: str = "v0"
+    #: wall-clock limit of one run of a candidate's own code (data.py build, verify(), importing its
+    #: modules) in its child process; past it the child is killed and the timeout is repair feedback
+    code_timeout_s: float = 60.0
+    #: where that child runs: "bwrap" (no network, only the candidate folder and its output visible),
+    #: "process" (a plain child: the deadline only), "auto" (bwrap when usable here, else process)
+    code_sandbox: str = "auto"
     audit: AuditConfig = AuditConfig()
     runtime: RuntimeConfig = RuntimeConfig(warm_pool=2, program_timeout_s=120.0)
 
@@ -108,6 +114,10 @@ class SynthConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
                               f"(both are {audit.model!r}): the audit is an independent solver")
         if not self.domains:
             raise ConfigError("domains: at least one domain is needed")
+        if self.code_sandbox not in ("auto", "bwrap", "process"):
+            raise ConfigError(f"code_sandbox must be auto, bwrap or process, got {self.code_sandbox!r}")
+        if self.code_timeout_s <= 0:
+            raise ConfigError(f"code_timeout_s must be positive, got {self.code_timeout_s}")
 
 
 def load_synth_config(path: str | Path | None = None, overrides: list[str] | None = None) -> SynthConfig:

@@ -13,7 +13,8 @@ Per domain, one intent request; each intent becomes a candidate task that moves 
 Every finished stage leaves a record (synth/records.py) and is skipped on a re-run, so a run can be
 stopped at any point and continued, and an accepted or discarded candidate costs nothing again.
 An endpoint or runtime error leaves no record for its stage: the candidate is reported under
-`errors` and the next run retries from that stage.
+`errors` and the next run retries from that stage. A candidate's data.py and verify.py run in a
+sandboxed child with a deadline (`code_timeout_s`, synth/sandbox.py): a hang is repair feedback.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from synth.llm import LLM, StageFailed, total_usage
 from synth.parse import ResponseFormatError, parse_files, parse_json
 from synth.prompts import Diagnosis, Intent, IntentList
 from synth.records import Outcome, StageRecord, Store, Usage, now
+from synth.sandbox import CodeRunner
 
 log = logging.getLogger("progagent.synth")
 
@@ -88,6 +90,7 @@ class Pipeline:
         self.skipped: Counter[str] = Counter()
         self._runtime: Runtime | None = None
         self._cache: EnvironmentCache | None = None
+        self._runner: CodeRunner | None = None
         self._renderer: Any = None
         self._lock = asyncio.Lock()
 
@@ -130,6 +133,7 @@ class Pipeline:
         if self._cache is not None:
             self._cache.cleanup()
             self._cache = None
+        self._runner = None
         await self.llm.close()
 
     def _all_records(self) -> list[StageRecord]:
@@ -168,13 +172,16 @@ class Pipeline:
                      "served_by": sorted({r.model for r in replies}), "result": msgspec.to_builtins(result)},
             usage=total_usage(replies))
 
-    async def _env(self) -> tuple[Runtime, EnvironmentCache]:
+    async def _env(self) -> tuple[Runtime, EnvironmentCache, CodeRunner]:
         async with self._lock:  # started on first need: a fully recorded re-run starts no kernels
             if self._runtime is None:
                 self._runtime = await Runtime(self.cfg.runtime).start()
                 self._cache = EnvironmentCache()
-        assert self._cache is not None
-        return self._runtime, self._cache
+                # the candidate's data.py / verify.py run in children under the kernels' memory limits
+                self._runner = await asyncio.to_thread(CodeRunner, self.cfg.code_timeout_s, self.cfg.code_sandbox,
+                                                       self._runtime.limits)
+        assert self._cache is not None and self._runner is not None
+        return self._runtime, self._cache, self._runner
 
     # ---- stage 1: intents -------------------------------------------------------------------------
     async def intents(self, errors: dict[str, str]) -> list[tuple[str, Intent]]:
@@ -290,8 +297,8 @@ class Pipeline:
 
     # ---- stages 4-6: execute, audit, diagnose, validate ---------------------------------------------
     async def _execute(self, cid: str, rev: int, folder: Path) -> StageRecord:
-        runtime, cache = await self._env()
-        res = await checks.execute(runtime, folder, cache, self.cfg.execute_scale)
+        runtime, cache, runner = await self._env()
+        res = await checks.execute(runtime, folder, cache, runner, self.cfg.execute_scale)
         return StageRecord(stage="execute", candidate=cid, revision=rev, ok=res["ok"], outputs=res,
                            inputs={"task_dir": str(folder), "scale": self.cfg.execute_scale},
                            error="\n".join(f"- {p}" for p in res["problems"]) or None)
@@ -299,10 +306,10 @@ class Pipeline:
     async def _audit(self, cid: str, rev: int, folder: Path) -> StageRecord:
         from rollout.generators.openai_backend import OpenAIGenerator
 
-        runtime, cache = await self._env()
+        runtime, cache, runner = await self._env()
         spec = self.cfg.models.for_stage("audit")
         gen = OpenAIGenerator(spec.model, client=self.llm.client(spec))
-        res = await checks.audit(runtime, load_task(folder), cache, await self._audit_renderer(), gen,
+        res = await checks.audit(runtime, runner.task(load_task(folder)), cache, await self._audit_renderer(), gen,
                                  self.cfg.audit, 1.0 if spec.temperature is None else spec.temperature)
         if res["solver"]["termination"] == "generator_error":
             raise RuntimeError(f"the audit model's endpoint failed ({spec.model})")
@@ -352,8 +359,8 @@ class Pipeline:
         return rec
 
     async def _validate(self, cid: str, rev: int, folder: Path) -> StageRecord:
-        runtime, cache = await self._env()
-        report = await checks.validate(runtime, load_task(folder), cache)
+        runtime, cache, runner = await self._env()
+        report = await checks.validate(runtime, runner.task(load_task(folder)), cache)
         return StageRecord(stage="validate", candidate=cid, revision=rev, ok=report["ok"], outputs=report,
                            inputs={"task_dir": str(folder)},
                            error="\n".join(f"- {p}" for p in report["problems"]) or None)

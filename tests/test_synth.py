@@ -9,21 +9,27 @@ production.
 import argparse
 import asyncio
 import json
+import os
 import shutil
+import socket
+import time
 from pathlib import Path
 
 import httpx
 import pytest
 
-from envs.library import load_library
+from envs.library import load_library, load_task
+from envs.task_env import EnvironmentCache, judge
 from launch import synth_cli
 from rollout.tiny_model import train_tokenizer
+from synth import checks
 from synth.config import load_synth_config
 from synth.llm import LLM
 from synth.parse import ResponseFormatError, parse_files, parse_json
 from synth.pipeline import Pipeline
 from synth.prompts import CONSTRUCT_FILES, IntentList
 from synth.records import Store
+from synth.sandbox import CandidateCodeError, CodeRunner, CodeTimeout, bwrap_works
 
 FIX = Path(__file__).parent / "fixtures" / "synth_replay"
 TASK = "library_overdue_fines"
@@ -39,8 +45,8 @@ def recorded(name: str) -> dict:
 class Replay:
     """An HTTP transport that answers chat.completions with recorded responses, in order."""
 
-    def __init__(self, names: list[str]):
-        self.queue = [recorded(n) for n in names]
+    def __init__(self, names: list[str | dict]):
+        self.queue = [recorded(n) if isinstance(n, str) else n for n in names]
         self.requests: list[dict] = []
 
     def handler(self, request: httpx.Request) -> httpx.Response:
@@ -266,3 +272,138 @@ def test_parsers_explain_malformed_output():
     assert intents.intents[0].task_id == TASK
     with pytest.raises(ResponseFormatError, match="required shape"):
         parse_json('```json\n{"intents": [{"title": "x"}]}\n```', IntentList)
+
+
+# ---- model-written code runs in a child with a deadline, sandboxed -----------------------------------
+BWRAP = bwrap_works()
+needs_bwrap = pytest.mark.skipif(not BWRAP, reason="bubblewrap cannot start a sandbox here")
+
+
+def repair_reply(files: dict[str, str]) -> dict:
+    """A recorded repair response carrying other files (the model's reply, as the endpoint returns it)."""
+    reply = json.loads(json.dumps(recorded("repair_oracle")))
+    reply["choices"][0]["message"]["content"] = "Fixed.\n\n" + "".join(
+        f"### FILE: {path}\n```python\n{text}```\n\n" for path, text in files.items())
+    return reply
+
+
+def with_data_py(folder: Path, dst: Path, source: str, name: str = "data.py") -> Path:
+    """A copy of a candidate folder with one file replaced (the folder keeps the task's id as its name)."""
+    shutil.copytree(folder, dst / folder.name, ignore=shutil.ignore_patterns("__pycache__"))
+    (dst / folder.name / name).write_text(source)
+    return dst / folder.name
+
+
+def test_endless_data_py_is_stopped_and_repaired_then_discarded(happy, tmp_path, tokenizer_dir):
+    """r1's data.py never returns: killed after code_timeout_s, fed back to the repair; r2's reads a host
+    file outside its folder: not there in the sandbox (with bubblewrap), fed back, and after two rounds
+    the candidate is discarded. The pipeline neither hangs nor stops with an error."""
+    out = tmp_path / "out"
+    shutil.copytree(happy[0], out)
+    store = Store(out)
+    for p in store.candidate_dir(TASK).glob("stages/r1-*.json"):
+        p.unlink()
+    store.outcome_path(TASK).unlink()
+    shutil.rmtree(out / "library")
+    secret = tmp_path / "outside" / "secret.txt"
+    secret.parent.mkdir()
+    secret.write_text("host secret")
+    data = (store.task_dir(TASK, 0) / "data.py").read_text()
+    seeded = "    rng = random.Random(seed)\n"
+    assert seeded in data
+    looping = data.replace(seeded, seeded + "    while rng.random() < 2:  # never ends\n        pass\n", 1)
+    reading = data.replace(seeded, seeded + f"    print(open({str(secret)!r}).read())\n", 1)
+    replay = Replay([repair_reply({"data.py": looping}), repair_reply({"data.py": reading})])
+    t0 = time.perf_counter()
+    summary = synthesize(config(tokenizer_dir, "max_repair_rounds=2", "code_timeout_s=3", "runtime.warm_pool=0"),
+                         out, replay)
+    seconds = time.perf_counter() - t0
+    assert replay.queue == [] and summary.errors == {}
+    r1 = store.load(store.stage_path(TASK, 1, "execute"))
+    assert not r1.ok and "data.py build(v0) did not finish within 3 s" in r1.error
+    assert r1.outputs["code_sandbox"] == ("bwrap" if BWRAP else "process")
+    assert r1.error in replay.requests[1]["messages"][-1]["content"]  # the timeout is the repair's feedback
+    r2 = store.load(store.stage_path(TASK, 2, "execute"))
+    outcome = summary.outcomes[0]
+    assert (outcome.status, outcome.repair_rounds) == ("discarded", 2)
+    assert outcome.reason.startswith("execute check failed after 2 repair round(s)")
+    if BWRAP:
+        assert not r2.ok and "data.py build(v0) raised" in r2.error and "FileNotFoundError" in r2.error
+        assert 'File "data.py", line' in r2.error and "host secret" not in json.dumps(r2.outputs)
+    assert seconds < 60, seconds
+
+
+@needs_bwrap
+def test_candidate_code_sees_no_host_files_network_or_other_tasks(happy, tmp_path):
+    folder = Store(happy[0]).task_dir(TASK, 1)
+    secret = tmp_path / "secret.txt"
+    secret.write_text("host secret")
+    shipped = Path(__file__).resolve().parents[1] / "envs" / "tasks" / "retail_clearance_markdown" / "verify.py"
+    assert shipped.read_text() and secret.read_text()  # both readable from this process
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    socket.create_connection(("127.0.0.1", port), timeout=5).close()  # reachable from this process
+    runner = CodeRunner(timeout_s=30, mode="bwrap")
+    build = "def build(root, scale, seed):\n    {}\n"
+    cases = {
+        "secret": (build.format(f"open({str(secret)!r}).read()"), "FileNotFoundError"),
+        "shipped_task": (build.format(f"open({str(shipped)!r}).read()"), "FileNotFoundError"),
+        "network": ("import socket\n" + build.format(f"socket.create_connection(('127.0.0.1', {port}), timeout=5)"),
+                    "ConnectionRefusedError"),
+        "write_outside": (build.format(f"open({str(tmp_path / 'escaped.txt')!r}, 'w').write('x')"),
+                          "FileNotFoundError"),
+    }
+    for i, (name, (source, error)) in enumerate(cases.items()):
+        task = runner.task(load_task(with_data_py(folder, tmp_path / name, source)))
+        with pytest.raises(CandidateCodeError) as caught:
+            task.build(tmp_path / f"env{i}", "v0")
+        assert type(caught.value).__name__ == error, (name, caught.value.feedback)
+        assert caught.value.feedback.startswith('Traceback (most recent call last):\n  File "data.py", line ')
+    assert not (tmp_path / "escaped.txt").exists()
+    # tools.py is imported in the sandbox first: a connection attempted at import is a load problem
+    bad_tools = (folder / "tools.py").read_text()
+    bad_tools += f"\nimport socket\nsocket.create_connection(('127.0.0.1', {port}), timeout=5)\n"
+    task, problems = checks.load(with_data_py(folder, tmp_path / "tools", bad_tools, "tools.py"), runner)
+    assert task is None and "ConnectionRefusedError" in problems[0] and "tools.py" in problems[0]
+    listener.close()
+    # the verifier reads its environments but cannot change them
+    task = runner.task(load_task(folder))
+    env = tmp_path / "env"
+    task.build(env, "v0")
+    assert (env / "db.sqlite").stat().st_size > 0
+    writes = "from pathlib import Path\ndef verify(ctx):\n    Path(ctx.final.root, 'x').write_text('x')\n"
+    task = runner.task(load_task(with_data_py(folder, tmp_path / "verify_writes", writes, "verify.py")))
+    verdict = judge(task, "v0", env, "", EnvironmentCache(tmp_path / "cache"))
+    assert verdict.reward == 0.0 and verdict.error.startswith("OSError: [Errno 30] Read-only file system")
+    assert not (env / "x").exists()
+
+
+def test_endless_verify_and_its_processes_are_killed(happy, tmp_path):
+    """A verify() that never returns is a verdict error after the deadline; in a plain child (no bubblewrap)
+    the deadline still holds and kills what the code started."""
+    folder = Store(happy[0]).task_dir(TASK, 1)
+    mode = "bwrap" if BWRAP else "process"
+    looping = "def verify(ctx):\n    while True:\n        pass\n"
+    task = CodeRunner(timeout_s=2, mode=mode).task(load_task(with_data_py(folder, tmp_path / "loop", looping,
+                                                                          "verify.py")))
+    cache = EnvironmentCache(tmp_path / "cache")
+    initial = cache.get(CodeRunner(timeout_s=60, mode=mode).task(load_task(folder)), "v0")  # same data.py
+    t0 = time.perf_counter()
+    verdict = judge(task, "v0", initial, "", cache)
+    assert verdict.reward == 0.0 and verdict.error.startswith("CodeTimeout: verify() did not finish within 2 s")
+    assert time.perf_counter() - t0 < 10
+    spawns = ("import subprocess\ndef build(root, scale, seed):\n"
+              "    p = subprocess.Popen(['sleep', '600'])\n"
+              "    (root / 'pid').write_text(str(p.pid))\n    while True:\n        pass\n")
+    task = CodeRunner(timeout_s=2, mode="process").task(load_task(with_data_py(folder, tmp_path / "spawn", spawns)))
+    with pytest.raises(CodeTimeout, match=r"build\(v0\) did not finish within 2 s"):
+        task.build(tmp_path / "env", "v0")
+    pid = int((tmp_path / "env" / "pid").read_text())
+    for _ in range(100):  # reaped by init shortly after the kill
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.05)
+    else:
+        raise AssertionError(f"sleep {pid} survived the deadline")

@@ -1,0 +1,271 @@
+"""Model-written task code run in a child process with a deadline, inside bubblewrap where available.
+
+    runner = CodeRunner(timeout_s=60, limits=runtime.limits)
+    tools = runner.probe(folder)            # import data.py, tools.py, verify.py; the tool names
+    task = runner.task(load_task(folder))   # a Task whose build() and verify() run in the child
+    task.build(root, "v0")                  # raises CodeTimeout / CandidateCodeError (with feedback)
+
+Each call is one child (synth/task_child.py) that loads the task folder and does one thing. The
+child gets `timeout_s` of wall-clock time; then it is killed with everything it started (its
+process group, its cgroup, and with bubblewrap its pid namespace). In bubblewrap it has the
+kernel sandbox's isolation (the flags of envs/runtime/sandbox.py: every namespace unshared, so no
+network but its own `lo`; no capabilities; a cleared environment; dies with its parent) and sees
+only /usr, the Python installation (read-only, task library folders under it hidden), the three
+envs/ modules a task imports (read-only), the candidate folder (read-only, /task/<id>), for
+`build` the output folder (read-write, /env/root), for `verify` the final and initial
+environments (read-only, /env/final and /env/initial), and a private /tmp. The host's home
+(beyond the Python installation), the repository, its tasks and other candidates are not there.
+Memory and processes are limited by the runtime's LimitBackend when one is given.
+
+Modes: "bwrap" (required), "process" (a plain child: the deadline, no isolation), "auto"
+(bubblewrap when it works here, else "process" with a warning).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import uuid
+from pathlib import Path
+from typing import Any
+
+from envs.library import Task
+from envs.runtime.limits import LimitBackend, SandboxLimits
+from envs.runtime.sandbox import hidden_paths, python_roots
+from envs.taskkit import Env
+
+log = logging.getLogger(__name__)
+
+MODES = ("auto", "bwrap", "process")
+CHILD = Path(__file__).resolve().with_name("task_child.py")
+_ENVS = Path(__file__).resolve().parents[1] / "envs"
+#: what the child imports, bound read-only into the sandbox (files only: nothing else of the repository)
+SOURCES = {"task_child.py": CHILD, "envs/__init__.py": _ENVS / "__init__.py",
+           "envs/library.py": _ENVS / "library.py", "envs/taskkit.py": _ENVS / "taskkit.py"}
+IN_CODE = "/opt/progagent"
+IN_TASK = "/task"
+IN_ENV = "/env"
+MAX_STDERR = 16_000
+
+
+class CandidateCodeError(Exception):
+    """The task's code failed in the child; `feedback` is what the model can act on (its traceback)."""
+
+    def __init__(self, message: str, feedback: str = ""):
+        super().__init__(message)
+        self.feedback = feedback or message
+
+
+class CodeTimeout(CandidateCodeError):
+    """The task's code did not finish within the deadline and was killed."""
+
+
+_REMOTE: dict[str, type[CandidateCodeError]] = {}
+
+
+def _remote_error(type_name: str, message: str, feedback: str) -> CandidateCodeError:
+    """The child's exception under its own type name (verdicts print `Type: message`, as in process)."""
+    if not type_name.isidentifier():
+        type_name = "CandidateCodeError"
+    cls = _REMOTE.get(type_name)
+    if cls is None:
+        cls = _REMOTE[type_name] = type(type_name, (CandidateCodeError,), {"__module__": "candidate"})
+    return cls(message, feedback)
+
+
+def bwrap_works() -> bool:
+    """Whether bubblewrap can start a sandbox with every namespace unshared on this host."""
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        return False
+    try:
+        argv = [bwrap, "--unshare-all", "--unshare-user", "--die-with-parent", "--ro-bind", "/usr", "/usr",
+                "--symlink", "usr/bin", "/bin", "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64",
+                "--proc", "/proc", "--dev", "/dev", "true"]
+        return subprocess.run(argv, capture_output=True, timeout=30).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
+def sandbox_argv(ro: list[tuple[Path, str]], rw: list[tuple[Path, str]]) -> list[str]:
+    """bubblewrap for one child: the kernel sandbox's flags, the Python installation, `ro` and `rw` binds."""
+    roots = python_roots()
+    argv = [
+        shutil.which("bwrap") or "bwrap",
+        "--unshare-all", "--unshare-user", "--disable-userns",
+        "--die-with-parent", "--new-session", "--cap-drop", "ALL", "--clearenv",
+        "--uid", "1000", "--gid", "1000", "--hostname", "sandbox",
+        "--ro-bind", "/usr", "/usr",
+        "--symlink", "usr/bin", "/bin", "--symlink", "usr/lib", "/lib",
+        "--symlink", "usr/lib64", "/lib64", "--symlink", "usr/sbin", "/sbin",
+        "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
+    ]
+    for root in roots:
+        if not root.is_relative_to("/usr"):
+            argv += ["--ro-bind", str(root), str(root)]
+    for hidden in hidden_paths(roots):
+        argv += ["--tmpfs", str(hidden)]
+    for rel, src in SOURCES.items():
+        argv += ["--ro-bind", str(src), f"{IN_CODE}/{rel}"]
+    for host, inside in ro:
+        argv += ["--ro-bind", str(host), inside]
+    for host, inside in rw:
+        argv += ["--bind", str(host), inside]
+    argv += ["--chdir", "/tmp", "--remount-ro", "/"]
+    env = {"HOME": "/tmp", "PATH": f"{Path(sys.prefix) / 'bin'}:/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8",
+           "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1", "USER": "sandbox"}
+    for k, v in env.items():
+        argv += ["--setenv", k, v]
+    return argv + ["--", sys.executable, f"{IN_CODE}/task_child.py"]
+
+
+class CodeRunner:
+    """Runs a candidate's data.py / verify.py / imports in children with a deadline (see module docstring)."""
+
+    def __init__(self, timeout_s: float = 60.0, mode: str = "auto", limits: LimitBackend | None = None):
+        if mode not in MODES:
+            raise ValueError(f"unknown code sandbox mode {mode!r}; expected one of {', '.join(MODES)}")
+        self.timeout_s = timeout_s
+        self.limits = limits
+        if mode == "auto":
+            mode = "bwrap" if bwrap_works() else "process"
+            if mode == "process":
+                log.warning("bubblewrap is not usable here: model-written task code runs in a plain child process "
+                            "(with its deadline, without isolation)")
+        elif mode == "bwrap" and not bwrap_works():
+            raise RuntimeError("code sandbox 'bwrap' requested but bubblewrap cannot start a sandbox here")
+        self.mode = mode
+
+    def task(self, task: Task) -> SandboxedTask:
+        return SandboxedTask(task, self)
+
+    def probe(self, folder: Path) -> list[str]:
+        """Import data.py, tools.py and verify.py in the child; the tools.py tool names (task.toml's order)."""
+        return self.call(folder, "load", {}, label="importing data.py, tools.py and verify.py")["tools"]
+
+    def call(self, folder: Path, op: str, args: dict[str, Any], *, label: str,
+             ro: dict[str, Path] | None = None, rw: dict[str, Path] | None = None) -> Any:
+        """Run `op` on the task folder in a child. `ro`/`rw` name the folders it may read/write (key →
+        host path); the request's `key` entries become the paths the child sees them at."""
+        folder = Path(folder).resolve()
+        ro, rw = dict(ro or {}), dict(rw or {})
+        if self.mode == "bwrap":
+            inside = {k: f"{IN_ENV}/{k}" for k in (*ro, *rw)}
+            task_dir = f"{IN_TASK}/{folder.name}"
+            argv = sandbox_argv([(folder, task_dir), *((Path(p), inside[k]) for k, p in ro.items())],
+                                [(Path(p), inside[k]) for k, p in rw.items()])
+            env = None
+        else:
+            inside = {k: str(Path(p)) for k, p in (*ro.items(), *rw.items())}
+            task_dir = str(folder)
+            argv = [sys.executable, str(CHILD)]
+            env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1"}
+        request = {"op": op, "task_dir": task_dir, **args, **inside}
+        limits: SandboxLimits | None = self.limits.create(f"synth-{uuid.uuid4().hex[:12]}") if self.limits else None
+        try:
+            if limits is not None:
+                argv = limits.wrap(argv)
+            reply, stderr, died = self._spawn(argv, env, request, limits)
+            oom_killed = limits is not None and limits.oom_killed()
+        finally:
+            if limits is not None:
+                limits.release()
+        if reply is None:
+            lines = stderr.strip().splitlines()
+            if died == 1 and len(lines) == 1 and lines[0].startswith("bwrap: "):  # the sandbox, not the task
+                raise RuntimeError(f"bubblewrap could not start the code sandbox: {lines[0][:500]}")
+            if died is None:
+                raise CodeTimeout(f"{label} did not finish within {self.timeout_s:g} s (stopped: an endless loop, "
+                                  f"a blocking call or far too much work)")
+            tail = stderr.strip()[-1500:].replace(str(folder) + "/", "")
+            oom = " (killed: over the memory limit)" if oom_killed else ""
+            raise CandidateCodeError(f"{label}: the process ended with exit code {died}{oom} before finishing",
+                                     f"{label}: the process ended with exit code {died}{oom} before finishing"
+                                     + (f"; its last output:\n{tail}" if tail else ""))
+        if not reply.get("ok"):
+            raise _remote_error(str(reply.get("type")), str(reply.get("message", "")),
+                                str(reply.get("traceback") or f"{reply.get('type')}: {reply.get('message')}"))
+        return reply.get("result")
+
+    def _spawn(self, argv: list[str], env: dict[str, str] | None, request: dict[str, Any],
+               limits: SandboxLimits | None) -> tuple[dict[str, Any] | None, str, int | None]:
+        """(reply or None, stderr tail, exit code when it ended without a reply; None: timed out)."""
+        with tempfile.TemporaryFile("w+") as req_f, tempfile.TemporaryFile("w+") as out_f:
+            json.dump(request, req_f)
+            req_f.seek(0)
+            proc = subprocess.Popen(argv, stdin=req_f, stdout=out_f, stderr=subprocess.PIPE, env=env,
+                                    start_new_session=True)
+            tail: list[bytes] = []
+            reader = threading.Thread(target=_drain, args=(proc.stderr, tail), daemon=True)
+            reader.start()
+            try:
+                code = proc.wait(self.timeout_s)
+            except subprocess.TimeoutExpired:
+                code = None
+            finally:
+                _kill(proc, limits)
+            reader.join(2.0)
+            stderr = b"".join(tail).decode("utf-8", "replace")
+            out_f.seek(0)
+            text = out_f.read()
+        if code is None:
+            return None, stderr, None
+        try:
+            reply = json.loads(text)
+        except ValueError:
+            return None, stderr, code
+        return (reply if isinstance(reply, dict) else None), stderr, code
+
+
+def _drain(stream: Any, tail: list[bytes]) -> None:
+    """Read a pipe to its end, keeping only the last MAX_STDERR bytes."""
+    size = 0
+    for chunk in iter(lambda: stream.read1(65536), b""):
+        tail.append(chunk)
+        size += len(chunk)
+        while size - len(tail[0]) > MAX_STDERR and len(tail) > 1:
+            size -= len(tail.pop(0))
+    stream.close()
+
+
+def _kill(proc: subprocess.Popen, limits: SandboxLimits | None) -> None:
+    """Kill the child and everything it started (its process group, its cgroup; bwrap takes its namespace)."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    if limits is not None:
+        limits.kill_all()
+    try:
+        proc.wait(5)
+    except subprocess.TimeoutExpired:
+        log.warning("code sandbox child %d did not end after SIGKILL", proc.pid)
+
+
+class SandboxedTask(Task):
+    """A task whose data.py build and verify() run through a CodeRunner; everything else as a Task.
+
+    tools.py is still imported here (the task's MCP server serves it in this process)."""
+
+    def __init__(self, task: Task, runner: CodeRunner):
+        super().__init__(task.dir, task.spec)
+        self.runner = runner
+
+    def build(self, root: str | Path, scale: str) -> Env:
+        root = Path(root)
+        root.mkdir(parents=True, exist_ok=True)
+        self.scale(scale)  # an unknown scale is our error, not the task's
+        self.runner.call(self.dir, "build", {"scale": scale}, label=f"build({scale})", rw={"root": root})
+        return Env(root)
+
+    def verify(self, final_root: Path, initial_root: Path, answer: str, scale: str) -> dict[str, bool]:
+        result = self.runner.call(self.dir, "verify", {"answer": answer or "", "scale": scale}, label="verify()",
+                                  ro={"final": Path(final_root), "initial": Path(initial_root)})
+        return {str(k): bool(v) for k, v in result.items()}

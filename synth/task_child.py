@@ -1,0 +1,92 @@
+"""One operation on a candidate task's model-written code, in a child process (started by synth/sandbox.py).
+
+    python task_child.py < request.json
+
+The request is {"op": "load" | "build" | "verify", "task_dir": ..., ...}; the reply is one JSON object
+on the file descriptor that was stdout at start: {"ok": true, "result": ...} or {"ok": false, "type",
+"message", "traceback"} (only the task's own frames, paths relative to its folder). Whatever the
+task's code prints goes to stderr. This file runs as a script (inside bubblewrap next to copies of
+envs/__init__.py, envs/library.py and envs/taskkit.py), so it imports nothing of `synth`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import traceback
+import types
+from pathlib import Path
+
+
+def _stub_mcp() -> None:
+    """envs.taskkit takes ToolError from the MCP SDK, whose import costs seconds; the child serves no tools."""
+    if "mcp" in sys.modules:
+        return
+
+    class ToolError(Exception):
+        """Stand-in for mcp.server.mcpserver.exceptions.ToolError (a tool's error the model may see)."""
+
+    names = ("mcp", "mcp.server", "mcp.server.mcpserver", "mcp.server.mcpserver.exceptions")
+    for name in names:
+        module = types.ModuleType(name)
+        module.__path__ = []  # a package, so that the submodule import resolves from sys.modules
+        sys.modules[name] = module
+    ToolError.__module__ = names[-1]
+    sys.modules[names[-1]].ToolError = ToolError  # type: ignore[attr-defined]
+
+
+def _task_traceback(exc: BaseException, prefix: str) -> str:
+    """The exception chain with only the frames in the task's folder, its paths made relative."""
+    te = traceback.TracebackException.from_exception(exc)
+    seen: set[int] = set()
+
+    def trim(t: traceback.TracebackException | None) -> None:
+        if t is None or id(t) in seen:
+            return
+        seen.add(id(t))
+        t.stack = traceback.StackSummary.from_list([f for f in t.stack if f.filename.startswith(prefix)])
+        trim(t.__cause__)
+        trim(t.__context__)
+
+    trim(te)
+    return "".join(te.format()).replace(prefix, "")
+
+
+def run(req: dict) -> object:
+    _stub_mcp()
+    from envs.library import load_task
+
+    task = load_task(Path(req["task_dir"]))
+    op = req["op"]
+    if op == "load":
+        for name in ("data", "tools", "verify"):
+            task.module(name)
+        return {"tools": list(task.tool_functions())}
+    if op == "build":
+        task.build(Path(req["root"]), req["scale"])
+        return None
+    if op == "verify":
+        return task.verify(Path(req["final"]), Path(req["initial"]), req["answer"], req["scale"])
+    raise ValueError(f"unknown operation {op!r}")
+
+
+def main() -> None:
+    reply_to = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)  # the task's prints go to stderr; the reply has the original stdout to itself
+    req = json.load(sys.stdin)
+    prefix = str(req["task_dir"]).rstrip("/") + "/"
+    try:
+        reply = {"ok": True, "result": run(req)}
+    except BaseException as exc:  # noqa: BLE001 - SystemExit and KeyboardInterrupt from task code included
+        reply = {"ok": False, "type": type(exc).__name__, "message": str(exc).replace(prefix, ""),
+                 "traceback": _task_traceback(exc, prefix)}
+    sys.stdout.flush()
+    sys.stderr.flush()
+    reply_to.write(json.dumps(reply, default=str))
+    reply_to.flush()
+    os._exit(0)  # no atexit handlers, no waiting for threads the task's code may have started
+
+
+if __name__ == "__main__":
+    main()
