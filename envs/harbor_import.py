@@ -301,27 +301,18 @@ class HarborTask:
         internet; host /usr, a few /etc files and this project's Python read-only; the tree's mount
         points and `binds` (host folder, container path) read-write; a private /tmp; cwd = WORKDIR.
         """
-        from envs.runtime.sandbox import hidden_paths, python_roots
+        from envs.runtime.sandbox import isolation_argv, python_binds
 
         bwrap = shutil.which("bwrap")
         if bwrap is None:
             raise RuntimeError("bubblewrap (bwrap) is not installed: run scripts/install.sh")
         network = self.config.environment.allow_internet if network is None else network
-        argv = [bwrap, "--unshare-all", *(["--share-net"] if network else []), "--unshare-user",
-                "--uid", "0", "--gid", "0", "--die-with-parent", "--new-session", "--cap-drop", "ALL", "--clearenv",
-                "--hostname", "harbor",
-                "--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin", "--symlink", "usr/lib", "/lib",
-                "--symlink", "usr/lib64", "/lib64", "--symlink", "usr/sbin", "/sbin",
-                "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--dir", "/root"]
+        argv = isolation_argv(uid=0, hostname="harbor", network=network, disable_userns=False, bwrap=bwrap)
+        argv += ["--dir", "/root"]
         for name in ETC_FILES:
             if os.path.exists(f"/etc/{name}"):
                 argv += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
-        roots = python_roots()
-        for root in roots:
-            if not root.is_relative_to("/usr"):
-                argv += ["--ro-bind", str(root), str(root)]
-        for hidden in hidden_paths(roots):
-            argv += ["--tmpfs", str(hidden)]
+        argv += python_binds()
         for m in self.mounts:
             argv += ["--bind", str(self.host_path(tree, m)), m]
         for host, inside in binds:

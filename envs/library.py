@@ -111,6 +111,10 @@ class Task:
             )
         return {n: found[n] for n in listed}
 
+    def tool_names(self) -> list[str]:
+        """The tools' names in task.toml order, checked against tools.py (which this imports)."""
+        return list(self.tool_functions())
+
     def build(self, root: str | Path, scale: str) -> Env:
         """Write a fresh environment for `scale` into `root` (db.sqlite + workspace/).
 

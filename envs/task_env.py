@@ -9,6 +9,22 @@
 Environments are built once per (task, scale) into the cache and copied into each episode (a group
 of 16 rollouts builds once). The verifier reads the episode's final state and a pristine copy of
 the initial state; neither it nor the oracle is ever inside the sandbox.
+
+Where the task's tools.py runs (`transport`, see `task_upstream`):
+- "inprocess" (default; the library's own, trusted tasks): in this process, the SDK's in-memory
+  transport, no process start per episode;
+- "stdio": `python -m envs.task_server` as a plain child process (no isolation);
+- "sandboxed" (model-written tasks, synth/): that stdio server inside bubblewrap, under the runtime's
+  memory and process limits (`open_task_episode`; with cgroups its own cgroup, emptied when the
+  episode closes, so threads and processes a tool started end with it). It sees /usr, the Python
+  installation (read-only, task library folders under it hidden), the four envs/ modules it
+  imports (envs/__init__, library, taskkit, task_server; read-only, /opt/progagent), of the task
+  folder only task.toml and tools.py (read-only, /task/<id>/), the episode's environment
+  (db.sqlite + workspace/, read-write, /env) and a private /tmp; every namespace unshared (no
+  network but its own `lo`), no capabilities, a cleared environment, a new session, killed with its
+  parent. Not there: the host's home (beyond the Python installation), the repository, its task
+  libraries, the task's data.py, verify.py, oracle.py and wrong/, other episodes. It costs a process
+  start per episode (1-2.5 s on a busy 2-core machine, mostly the MCP SDK's import).
 """
 
 from __future__ import annotations
@@ -26,10 +42,20 @@ import msgspec
 
 from envs.library import Task, copy_environment
 from envs.runtime.episode import Episode, EpisodeState, Runtime
-from envs.runtime.upstream import Upstream, UpstreamSpec
+from envs.runtime.limits import LimitBackend
+from envs.runtime.sandbox import TASK_CODE, isolation_argv, python_binds, setenv_argv
+from envs.runtime.upstream import LimitedUpstream, Upstream, UpstreamSpec
 from envs.task_server import build_server
 
 TASK_UPSTREAM = "task"
+TRANSPORTS = ("inprocess", "stdio", "sandboxed")
+#: what the sandboxed task server imports from the repository (bound file by file, read-only)
+SERVER_CODE = {**TASK_CODE, "envs/task_server.py": Path(__file__).resolve().with_name("task_server.py")}
+#: the task files the server loads (envs.task_server.main); nothing else of the task folder is bound
+SERVED_FILES = ("task.toml", "tools.py")
+IN_CODE = "/opt/progagent"
+IN_TASK = "/task"
+IN_ENV = "/env"
 
 
 class Verdict(msgspec.Struct):
@@ -79,25 +105,53 @@ class EnvironmentCache:
             shutil.rmtree(self._tmp, ignore_errors=True)
 
 
-def task_upstream(task: Task, env_root: Path, transport: str = "inprocess") -> Upstream | UpstreamSpec:
+def sandboxed_server_argv(task: Task, env_root: Path) -> list[str]:
+    """`python -m envs.task_server` for `task` over `env_root`, inside bubblewrap (module docstring)."""
+    folder = Path(task.dir).resolve()
+    task_dir = f"{IN_TASK}/{folder.name}"  # the folder keeps its name: load_task checks it against the id
+    argv = isolation_argv(bwrap=shutil.which("bwrap") or "bwrap") + python_binds()
+    for rel, src in SERVER_CODE.items():
+        argv += ["--ro-bind", str(src), f"{IN_CODE}/{rel}"]
+    for name in SERVED_FILES:
+        argv += ["--ro-bind", str(folder / name), f"{task_dir}/{name}"]
+    argv += ["--bind", str(Path(env_root).resolve()), IN_ENV, "--chdir", "/tmp", "--remount-ro", "/"]
+    argv += setenv_argv({"HOME": "/tmp", "PATH": f"{Path(sys.prefix) / 'bin'}:/usr/local/bin:/usr/bin:/bin",
+                         "LANG": "C.UTF-8", "PYTHONPATH": IN_CODE, "PYTHONDONTWRITEBYTECODE": "1",
+                         "PYTHONUNBUFFERED": "1", "USER": "sandbox"})
+    return argv + ["--", sys.executable, "-m", "envs.task_server", "--task", task_dir, "--root", IN_ENV]
+
+
+def task_upstream(task: Task, env_root: Path, transport: str = "inprocess", *, limits: LimitBackend | None = None,
+                  errlog: Path | None = None) -> Upstream | UpstreamSpec:
+    """The task's MCP server over one episode's environment, served by `transport` (module docstring).
+
+    "sandboxed" runs inside `limits` (a fresh cgroup/rlimit set per server start) when given."""
     if transport == "inprocess":
         return Upstream(UpstreamSpec(TASK_UPSTREAM), server_object=build_server(task, env_root))
     if transport == "stdio":
         return UpstreamSpec(TASK_UPSTREAM, [sys.executable, "-m", "envs.task_server", "--task", str(task.dir),
                                             "--root", str(env_root)])
-    raise ValueError(f"unknown task server transport {transport!r}; expected 'inprocess' or 'stdio'")
+    if transport == "sandboxed":
+        spec = UpstreamSpec(TASK_UPSTREAM, sandboxed_server_argv(task, env_root))
+        return LimitedUpstream(spec, limits, errlog=errlog) if limits is not None else spec
+    raise ValueError(f"unknown task server transport {transport!r}; expected one of {', '.join(TRANSPORTS)}")
 
 
 async def open_task_episode(runtime: Runtime, task: Task, scale: str, cache: EnvironmentCache,
                             transport: str = "inprocess") -> Episode:
-    """A fresh sandboxed episode over a copy of the built environment and the task's MCP server."""
+    """A fresh sandboxed episode over a copy of the built environment and the task's MCP server
+    (served by `transport`: "inprocess", "stdio" or "sandboxed", under the runtime's limits)."""
     import asyncio
 
+    if transport not in TRANSPORTS:
+        raise ValueError(f"unknown task server transport {transport!r}; expected one of {', '.join(TRANSPORTS)}")
     built = await asyncio.to_thread(cache.get, task, scale)
 
     async def prepare(env_root: Path) -> list[Upstream | UpstreamSpec]:
         await asyncio.to_thread(copy_environment, built, env_root)
-        return [task_upstream(task, env_root, transport)]
+        # the server's stderr next to the episode's environment, where the runtime logs stdio servers
+        return [task_upstream(task, env_root, transport, limits=runtime.limits,
+                              errlog=env_root.parent / f"upstream-{TASK_UPSTREAM}.log")]
 
     return await runtime.open_episode(prepare)
 

@@ -8,6 +8,9 @@ In-process (the runtime's default: no process start per episode, the SDK's in-me
     server = build_server(task, env_root);  Upstream(UpstreamSpec("task"), server_object=server)
 As a stdio process (Harbor export, third-party harnesses):
     python -m envs.task_server --task envs/tasks/retail_x --root /path/to/env
+For model-written tasks (synth/) that process runs inside bubblewrap, seeing only task.toml, tools.py
+and the environment (`task_upstream(..., transport="sandboxed")`, envs/task_env.py); this module then
+imports nothing of the repository beyond envs.library and envs.taskkit.
 """
 
 from __future__ import annotations

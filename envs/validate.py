@@ -43,6 +43,7 @@ class SolutionRun(msgspec.Struct):
 
 async def run_solution(runtime: Runtime, task: Task, scale: str, cache: EnvironmentCache, program: str,
                        transport: str = "inprocess") -> SolutionRun:
+    """`program` cell by cell in a fresh episode (the task's MCP server served by `transport`), then judged."""
     t0 = time.perf_counter()
     ep = await open_task_episode(runtime, task, scale, cache, transport)
     try:
@@ -86,12 +87,14 @@ def _wrong_in_process(task: Task, scale: str, cache: EnvironmentCache, source: s
 
 
 async def validate_task(runtime: Runtime, task: Task, cache: EnvironmentCache,
-                        scales: tuple[str, ...] = SCALE_NAMES, trusted: bool = True) -> dict[str, Any]:
-    """`trusted=False` (model-written tasks, synth/): wrong solutions run in the sandbox at every scale."""
+                        scales: tuple[str, ...] = SCALE_NAMES, trusted: bool = True,
+                        transport: str = "inprocess") -> dict[str, Any]:
+    """`trusted=False` (model-written tasks, synth/): wrong solutions run in the sandbox at every scale.
+    `transport`: how the task's MCP server runs (envs/task_env.py; "sandboxed" for model-written tools.py)."""
     report: dict[str, Any] = {"task": task.id, "domain": task.spec.domain, "scales": {}, "problems": []}
     problems: list[str] = report["problems"]
     try:
-        n_tools = len(task.tool_functions())
+        n_tools = len(task.tool_names())
     except Exception as exc:  # noqa: BLE001 - a broken task is reported, not raised
         problems.append(str(exc))
         report["ok"] = False
@@ -115,7 +118,7 @@ async def validate_task(runtime: Runtime, task: Task, cache: EnvironmentCache,
             untouched = await asyncio.to_thread(judge, task, scale, built, "", cache)
             if untouched.reward == 1.0:
                 problems.append(f"{scale}: the untouched environment with an empty answer passes")
-            oracle = await run_solution(runtime, task, scale, cache, task.oracle_source)
+            oracle = await run_solution(runtime, task, scale, cache, task.oracle_source, transport)
             rep.update(oracle_s=round(oracle.seconds, 2), oracle_calls=len(oracle.calls),
                        oracle_score=oracle.verdict.score)
             schemas[scale] = json.dumps(oracle.tools, sort_keys=True)
@@ -124,7 +127,7 @@ async def validate_task(runtime: Runtime, task: Task, cache: EnvironmentCache,
                 problems.append(f"{scale}: oracle fails {failed or oracle.verdict.error}; errors={oracle.errors[:1]}")
             for name, source in wrong.items():
                 if scale == scales[0] or not trusted:  # through the sandbox (once, for trusted tasks) …
-                    reward = (await run_solution(runtime, task, scale, cache, source)).verdict.reward
+                    reward = (await run_solution(runtime, task, scale, cache, source, transport)).verdict.reward
                 else:  # … and in process at the other scales (trusted code; it tests the verifier)
                     reward = await asyncio.to_thread(_wrong_in_process, task, scale, cache, source)
                 if reward == 1.0:

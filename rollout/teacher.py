@@ -48,14 +48,14 @@ class _AnswerAfterScript(ScriptedGenerator):
 
 async def oracle_trajectory(runtime: Runtime, task: Task, scale: str, harness: str, renderer: ChatRenderer,
                             cache: EnvironmentCache, limits: LoopLimits | None = None,
-                            group_id: str = "", sample_idx: int = 0) -> Trajectory:
+                            group_id: str = "", sample_idx: int = 0, transport: str = "inprocess") -> Trajectory:
     limits = limits or LoopLimits(max_turns=400, max_context_tokens=1 << 20, max_new_tokens=1 << 14,
                                   max_calls_per_turn=1)
     cells = split_cells(task.oracle_source)
     answer: str | None = None
     if harness == "dtc":
         # the calls the oracle makes, then the same calls one per turn in a fresh episode
-        probe = await open_task_episode(runtime, task, scale, cache)
+        probe = await open_task_episode(runtime, task, scale, cache, transport)
         try:
             for cell in cells:
                 await probe.run_program(cell)
@@ -70,16 +70,17 @@ async def oracle_trajectory(runtime: Runtime, task: Task, scale: str, harness: s
         runtime, task, scale, harness, renderer, cache,
         lambda episode: _AnswerAfterScript(renderer.tok, replies, episode, answer), limits=limits,
         sampling=SamplingParams(temperature=1.0, max_new_tokens=limits.max_new_tokens),
-        group_id=group_id or f"oracle-{task.id}-{scale}", sample_idx=sample_idx)
+        group_id=group_id or f"oracle-{task.id}-{scale}", sample_idx=sample_idx, transport=transport)
 
 
 async def generator_trajectory(runtime: Runtime, task: Task, scale: str, harness: str, renderer: ChatRenderer,
                                cache: EnvironmentCache, generator: Any, limits: LoopLimits | None = None,
                                sampling: SamplingParams | None = None, group_id: str = "",
-                               sample_idx: int = 0) -> Trajectory:
+                               sample_idx: int = 0, transport: str = "inprocess") -> Trajectory:
     """One judged episode driven by any generator (a policy, an API teacher), or by a callable that
-    makes one from the open episode (the oracle teacher reads the kernel's final answer)."""
-    episode = await open_task_episode(runtime, task, scale, cache)
+    makes one from the open episode (the oracle teacher reads the kernel's final answer). `transport`:
+    how the task's MCP server runs (envs/task_env.py; "sandboxed" for model-written tools.py)."""
+    episode = await open_task_episode(runtime, task, scale, cache, transport)
     try:
         if callable(generator) and not hasattr(generator, "generate"):
             generator = generator(episode)

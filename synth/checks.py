@@ -15,10 +15,16 @@ modules each run in a child process with a wall-clock deadline (`code_timeout_s`
 bubblewrap where it is usable (synth/sandbox.py: no network, the candidate folder read-only, only
 the output folder writable, no host home, repository or other tasks); a timeout or crash is a
 problem for the repair prompt. Programs (oracle, wrong solutions, the solver's) run in the
-runtime's sandboxed kernels. NOT sandboxed: tools.py, which the task's MCP server imports (after
-the sandboxed import passed) and calls in this process, in worker threads (the runtime serves task
-tools in process; a call from a program gives up after `runtime.tool_timeout_s`, but a tool that
-never returns keeps its thread). Run synthesis where that is acceptable.
+runtime's sandboxed kernels. tools.py is served by the task's MCP server with the runner's
+`tool_transport` (envs/task_env.py): with bubblewrap "sandboxed", a stdio server per episode in its
+own bubblewrap sandbox (no network; of the task only task.toml and tools.py, plus the episode's
+environment; no host home, repository or other tasks; the runtime's memory/process limits; killed
+with everything it started when the episode closes), so a tool that reads host files or the network
+fails as a tool error, and one that never returns is stopped with its episode (a call gives up after
+`runtime.tool_timeout_s`). In "process" mode (no bubblewrap) tools.py is still imported and called
+in this process, in worker threads ("inprocess", as before: a tool that never returns keeps its
+thread); run synthesis there only where that is acceptable. The tool count comes from the sandboxed
+import (`SandboxedTask.tool_names`), so with bubblewrap no candidate code runs in this process.
 """
 
 from __future__ import annotations
@@ -37,7 +43,7 @@ from rollout.agent_loop import ChatRenderer, LoopLimits
 from rollout.teacher import generator_trajectory
 from rollout.types import SamplingParams, Trajectory
 from synth.config import AuditConfig
-from synth.sandbox import CandidateCodeError, CodeRunner, CodeTimeout
+from synth.sandbox import CandidateCodeError, CodeRunner, CodeTimeout, SandboxedTask
 
 MAX_FEEDBACK_CHARS = 1_500
 
@@ -74,12 +80,16 @@ def _run_problems(label: str, run: SolutionRun) -> list[str]:
     return ["; ".join(parts[:3]) + ("\n" + "\n".join(parts[3:]) if parts[3:] else "")]
 
 
+def tool_transport(task: Task) -> str:
+    """How the task's tools.py is served: its runner's transport for a candidate, else in process."""
+    return task.runner.tool_transport if isinstance(task, SandboxedTask) else "inprocess"
+
+
 def load(folder: Path, runner: CodeRunner) -> tuple[Task | None, list[str]]:
     """The task (its build and verify() through `runner`) and its static problems; None when unusable."""
     try:
         task = runner.task(load_task(folder))  # reads task.toml only
-        runner.probe(folder)  # the modules' top-level code runs first in the sandbox, under the deadline
-        n = len(task.tool_functions())
+        n = len(task.tool_names())  # the modules' top-level code runs in the sandbox, under the deadline
     except TaskLoadError as exc:
         return None, [str(exc).replace(str(folder) + "/", "")]
     except CodeTimeout as exc:
@@ -96,7 +106,8 @@ async def execute(runtime: Runtime, folder: Path, cache: EnvironmentCache, runne
                   scale: str = "v0") -> dict[str, Any]:
     """{"ok", "problems", "stats", "oracle": {...}, "wrong": {name: reward}}."""
     task, problems = await asyncio.to_thread(load, folder, runner)
-    out: dict[str, Any] = {"scale": scale, "problems": problems, "code_sandbox": runner.mode}
+    out: dict[str, Any] = {"scale": scale, "problems": problems, "code_sandbox": runner.mode,
+                           "tool_transport": runner.tool_transport}
     if task is None:
         out["ok"] = False
         return out
@@ -122,8 +133,8 @@ async def execute(runtime: Runtime, folder: Path, cache: EnvironmentCache, runne
     elif untouched.reward == 1.0:
         problems.append(f"{scale}: the verifier passes the untouched environment with an empty answer")
     programs = {"oracle": task.oracle_source, **{f"wrong/{n}.py": s for n, s in task.wrong_solutions().items()}}
-    runs = await asyncio.gather(*(run_solution(runtime, task, scale, cache, src) for src in programs.values()),
-                                return_exceptions=True)
+    runs = await asyncio.gather(*(run_solution(runtime, task, scale, cache, src, runner.tool_transport)
+                                  for src in programs.values()), return_exceptions=True)
     out["wrong"] = {}
     for name, run in zip(programs, runs, strict=True):
         if isinstance(run, BaseException):
@@ -160,10 +171,11 @@ async def audit(runtime: Runtime, task: Task, cache: EnvironmentCache, renderer:
     limits = LoopLimits(max_turns=cfg.max_turns, max_context_tokens=cfg.max_context_tokens,
                         max_new_tokens=cfg.max_new_tokens)
     sampling = SamplingParams(temperature=temperature, max_new_tokens=cfg.max_new_tokens)
+    transport = tool_transport(task)
     oracle, traj = await asyncio.gather(
-        run_solution(runtime, task, cfg.scale, cache, task.oracle_source),
+        run_solution(runtime, task, cfg.scale, cache, task.oracle_source, transport),
         generator_trajectory(runtime, task, cfg.scale, cfg.harness, renderer, cache, generator, limits=limits,
-                             sampling=sampling, group_id=f"audit-{task.id}"))
+                             sampling=sampling, group_id=f"audit-{task.id}", transport=transport))
     out: dict[str, Any] = {"scale": cfg.scale, "oracle": {"reward": oracle.verdict.reward, "answer": oracle.answer,
                                                           "criteria": oracle.verdict.criteria}}
     problems = _run_problems(f"the oracle at {cfg.scale}", oracle)
@@ -177,6 +189,6 @@ async def audit(runtime: Runtime, task: Task, cache: EnvironmentCache, renderer:
 
 async def validate(runtime: Runtime, task: Task, cache: EnvironmentCache) -> dict[str, Any]:
     """The library validator's report, plus the fingerprint of what must be identical across scales."""
-    report = await validate_task(runtime, task, cache, trusted=False)
+    report = await validate_task(runtime, task, cache, trusted=False, transport=tool_transport(task))
     report["fingerprint"] = task.fingerprint()
     return report

@@ -19,6 +19,13 @@ Memory and processes are limited by the runtime's LimitBackend when one is given
 
 Modes: "bwrap" (required), "process" (a plain child: the deadline, no isolation), "auto"
 (bubblewrap when it works here, else "process" with a warning).
+
+The candidate's tools.py is served to episodes by the task's MCP server, whose transport follows the
+mode (`CodeRunner.tool_transport`, envs/task_env.py): with bubblewrap "sandboxed" (the stdio server in
+the same kind of sandbox, seeing task.toml, tools.py and the episode's environment, under the
+runtime's limits), in "process" mode "inprocess" (served from the synthesis process, as before).
+A SandboxedTask's `tool_names()` comes from the child, so with bubblewrap no code of the candidate
+runs in the synthesis process.
 """
 
 from __future__ import annotations
@@ -38,17 +45,15 @@ from typing import Any
 
 from envs.library import Task
 from envs.runtime.limits import LimitBackend, SandboxLimits
-from envs.runtime.sandbox import hidden_paths, python_roots
+from envs.runtime.sandbox import TASK_CODE, isolation_argv, python_binds, setenv_argv
 from envs.taskkit import Env
 
 log = logging.getLogger(__name__)
 
 MODES = ("auto", "bwrap", "process")
 CHILD = Path(__file__).resolve().with_name("task_child.py")
-_ENVS = Path(__file__).resolve().parents[1] / "envs"
 #: what the child imports, bound read-only into the sandbox (files only: nothing else of the repository)
-SOURCES = {"task_child.py": CHILD, "envs/__init__.py": _ENVS / "__init__.py",
-           "envs/library.py": _ENVS / "library.py", "envs/taskkit.py": _ENVS / "taskkit.py"}
+SOURCES = {"task_child.py": CHILD, **TASK_CODE}
 IN_CODE = "/opt/progagent"
 IN_TASK = "/task"
 IN_ENV = "/env"
@@ -96,22 +101,7 @@ def bwrap_works() -> bool:
 
 def sandbox_argv(ro: list[tuple[Path, str]], rw: list[tuple[Path, str]]) -> list[str]:
     """bubblewrap for one child: the kernel sandbox's flags, the Python installation, `ro` and `rw` binds."""
-    roots = python_roots()
-    argv = [
-        shutil.which("bwrap") or "bwrap",
-        "--unshare-all", "--unshare-user", "--disable-userns",
-        "--die-with-parent", "--new-session", "--cap-drop", "ALL", "--clearenv",
-        "--uid", "1000", "--gid", "1000", "--hostname", "sandbox",
-        "--ro-bind", "/usr", "/usr",
-        "--symlink", "usr/bin", "/bin", "--symlink", "usr/lib", "/lib",
-        "--symlink", "usr/lib64", "/lib64", "--symlink", "usr/sbin", "/sbin",
-        "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
-    ]
-    for root in roots:
-        if not root.is_relative_to("/usr"):
-            argv += ["--ro-bind", str(root), str(root)]
-    for hidden in hidden_paths(roots):
-        argv += ["--tmpfs", str(hidden)]
+    argv = isolation_argv(bwrap=shutil.which("bwrap") or "bwrap") + python_binds()
     for rel, src in SOURCES.items():
         argv += ["--ro-bind", str(src), f"{IN_CODE}/{rel}"]
     for host, inside in ro:
@@ -121,9 +111,7 @@ def sandbox_argv(ro: list[tuple[Path, str]], rw: list[tuple[Path, str]]) -> list
     argv += ["--chdir", "/tmp", "--remount-ro", "/"]
     env = {"HOME": "/tmp", "PATH": f"{Path(sys.prefix) / 'bin'}:/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8",
            "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1", "USER": "sandbox"}
-    for k, v in env.items():
-        argv += ["--setenv", k, v]
-    return argv + ["--", sys.executable, f"{IN_CODE}/task_child.py"]
+    return argv + setenv_argv(env) + ["--", sys.executable, f"{IN_CODE}/task_child.py"]
 
 
 class CodeRunner:
@@ -142,6 +130,11 @@ class CodeRunner:
         elif mode == "bwrap" and not bwrap_works():
             raise RuntimeError("code sandbox 'bwrap' requested but bubblewrap cannot start a sandbox here")
         self.mode = mode
+
+    @property
+    def tool_transport(self) -> str:
+        """How a candidate's tools.py is served (envs/task_env.py): "sandboxed" with bubblewrap, else in process."""
+        return "sandboxed" if self.mode == "bwrap" else "inprocess"
 
     def task(self, task: Task) -> SandboxedTask:
         return SandboxedTask(task, self)
@@ -250,13 +243,21 @@ def _kill(proc: subprocess.Popen, limits: SandboxLimits | None) -> None:
 
 
 class SandboxedTask(Task):
-    """A task whose data.py build and verify() run through a CodeRunner; everything else as a Task.
+    """A task whose data.py build, verify() and tool listing run through a CodeRunner; else as a Task.
 
-    tools.py is still imported here (the task's MCP server serves it in this process)."""
+    tools.py is imported here only when its MCP server is served in this process (the "inprocess"
+    transport, `runner.tool_transport` in "process" mode); the "sandboxed" one serves it in bubblewrap."""
 
     def __init__(self, task: Task, runner: CodeRunner):
         super().__init__(task.dir, task.spec)
         self.runner = runner
+        self._tool_names: list[str] | None = None
+
+    def tool_names(self) -> list[str]:
+        """The tool names, from importing data.py, tools.py and verify.py in the child (checked against task.toml)."""
+        if self._tool_names is None:
+            self._tool_names = list(self.runner.probe(self.dir))
+        return list(self._tool_names)
 
     def build(self, root: str | Path, scale: str) -> Env:
         root = Path(root)

@@ -103,6 +103,9 @@ def test_pipeline_accepts_a_task_that_passes_the_validator(happy):
     store = Store(out)
     report = store.load(store.stage_path(TASK, 1, "validate"))
     assert report.ok and report.outputs["problems"] == []
+    # the candidate's tools.py was served in its own bubblewrap sandbox where bubblewrap works
+    execute = store.load(store.stage_path(TASK, 1, "execute"))
+    assert execute.outputs["tool_transport"] == ("sandboxed" if BWRAP else "inprocess")
     sizes = [report.outputs["scales"][s]["db_bytes"] for s in ("v0", "v1", "v2", "v3")]
     assert sizes == sorted(sizes) and sizes[0] < sizes[-1]
     audit = store.load(store.stage_path(TASK, 1, "audit"))

@@ -1,9 +1,13 @@
 """The task loader and the task's MCP server, on small task folders written by the tests."""
 
 import json
+import os
+import socket
 import sqlite3
 import sys
 import textwrap
+import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -157,7 +161,7 @@ async def test_oracle_through_sandbox_and_judge(tmp_path, runtime):
 
     task = load_task(write_task(tmp_path))
     cache = EnvironmentCache(tmp_path / "cache")
-    for transport in ("inprocess", "stdio"):
+    for transport in ("inprocess", "stdio", "sandboxed"):
         run = await run_solution(runtime, task, "v2", cache, task.oracle_source, transport=transport)
         assert run.verdict.reward == 1.0 and run.answer == "ANSWER: 5", run
         assert [c.tool for c in run.calls] == ["set_qty"]
@@ -166,3 +170,128 @@ async def test_oracle_through_sandbox_and_judge(tmp_path, runtime):
     # the sandbox sees the workspace, not the database nor the task folder
     ep_run = await run_solution(runtime, task, "v0", cache, "import os\nfinal_answer = str(sorted(os.listdir('.')))")
     assert ep_run.answer == "['note-0.md', 'note-1.md']"
+
+
+LEAKY_TOOLS = TOOLS + '''
+import os
+import socket
+from pathlib import Path
+
+
+@tool
+def read_host_file(env: Env, path: str) -> str:
+    """Read any file by its path."""
+    return Path(path).read_text()
+
+
+@tool
+def dial(env: Env, port: int) -> str:
+    """Connect to 127.0.0.1:port."""
+    socket.create_connection(("127.0.0.1", port), timeout=5).close()
+    return "connected"
+
+
+@tool
+def task_files(env: Env) -> str:
+    """The files next to tools.py."""
+    return " ".join(sorted(os.listdir(Path(__file__).parent)))
+
+
+@tool
+def spin(env: Env) -> str:
+    """Start a thread that never ends."""
+    import threading
+
+    def forever():
+        while True:
+            pass
+
+    threading.Thread(target=forever).start()
+    return "spinning"
+'''
+
+PROBE = '''
+import json
+seen = {}
+for name, tool, kwargs in %s:
+    try:
+        seen[name] = ["ok", tools[tool](**kwargs)]
+    except Exception as exc:
+        seen[name] = ["error", type(exc).__name__, str(exc)[:300]]
+final_answer = json.dumps(seen)
+'''
+
+
+async def test_sandboxed_task_server_sees_no_host_files_or_network(tmp_path, runtime):
+    """A tools.py that reads host files, lists its own folder or dials a local listener: in process it
+    can; through the "sandboxed" transport every such call is an error the program sees, while the
+    task's own tools still read and write the episode's environment."""
+    from envs.task_env import EnvironmentCache
+    from envs.validate import run_solution
+
+    task_id = f"leaky_{uuid.uuid4().hex[:8]}"  # names this test's server processes on the host
+    folder = write_task(tmp_path / "tasks", task_id, toml=textwrap.dedent(f'''\
+        id = "{task_id}"
+        domain = "inventory"
+        title = "Demo"
+        tools = ["list_items", "set_qty", "explode", "read_file", "count", "read_host_file", "dial", "task_files",
+                 "spin"]
+        seed = 1
+        '''))
+    (folder / "tools.py").write_text(LEAKY_TOOLS)
+    task = load_task(folder)
+    secret = tmp_path / "outside" / "secret.txt"
+    secret.parent.mkdir()
+    secret.write_text("host secret")
+    shipped = sorted((Path(__file__).resolve().parents[1] / "envs" / "tasks").glob("*/verify.py"))[0]
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    calls = [("secret", "read_host_file", {"path": str(secret)}),
+             ("shipped_verifier", "read_host_file", {"path": str(shipped)}),
+             ("own_verifier", "read_host_file", {"path": str(folder / "verify.py")}),
+             ("network", "dial", {"port": port}),
+             ("task_files", "task_files", {}),
+             ("write", "set_qty", {"item_id": 1, "qty": 5}),
+             ("workspace", "read_file", {"path": "note-0.md"})]
+    cache = EnvironmentCache(tmp_path / "cache")
+    seen = {}
+    try:
+        for transport in ("inprocess", "sandboxed"):
+            t0 = time.perf_counter()
+            spin = [("spin", "spin", {})] if transport == "sandboxed" else []  # never in this process
+            run = await run_solution(runtime, task, "v0", cache, PROBE % repr(calls + spin), transport=transport)
+            seen[transport] = json.loads(run.answer)
+            assert run.verdict.criteria["item_1_set_to_5"], (transport, run)  # the write reached the environment
+            assert time.perf_counter() - t0 < 30
+    finally:
+        listener.close()
+    inprocess, sandboxed = seen["inprocess"], seen["sandboxed"]
+    assert inprocess["secret"] == ["ok", "host secret"] and inprocess["network"] == ["ok", "connected"]
+    assert inprocess["shipped_verifier"][0] == inprocess["own_verifier"][0] == "ok"
+    assert {"verify.py", "oracle.py", "data.py"} <= set(inprocess["task_files"][1].split())
+    for name, error in (("secret", "FileNotFoundError"), ("shipped_verifier", "FileNotFoundError"),
+                        ("own_verifier", "FileNotFoundError"), ("network", "ConnectionRefusedError")):
+        assert sandboxed[name][0] == "error" and error in sandboxed[name][2], (name, sandboxed[name])
+    assert "host secret" not in json.dumps(sandboxed)
+    assert sandboxed["task_files"] == ["ok", "task.toml tools.py"]  # not data.py, verify.py, oracle.py
+    assert sandboxed["write"] == ["ok", {"item_id": 1, "qty": 5}] and sandboxed["workspace"] == ["ok", "note 0"]
+    # the thread that never ends went with its episode: no process of the server is left
+    assert sandboxed["spin"] == ["ok", "spinning"]
+    for _ in range(50):  # gone at once with cgroup limits; bubblewrap's namespace may take a moment without
+        if not _processes_with(f"/task/{task_id}"):
+            break
+        time.sleep(0.1)
+    else:
+        raise AssertionError(f"the sandboxed task server survived its episode: {_processes_with(f'/task/{task_id}')}")
+
+
+def _processes_with(marker: str) -> list[int]:
+    """Host processes whose command line contains `marker`."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if marker.encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
+                found.append(int(pid))
+        except OSError:
+            pass
+    return found

@@ -12,6 +12,12 @@ Inside the sandbox the filesystem is a fresh tmpfs root holding only:
 - a private /tmp.
 Every namespace is unshared (no network: only `lo`), all capabilities dropped, the environment
 cleared, a new session (no terminal signals), and the sandbox dies with its parent.
+
+The common part is shared by every bubblewrap sandbox of the project: `isolation_argv` (those flags
+and the fresh root with /usr, /proc, /dev, /tmp) and `python_binds` (the Python installation with
+task library folders hidden) are also used by the synthesis code child (synth/sandbox.py), the
+sandboxed task MCP server (envs/task_env.py) and Harbor's container view (envs/harbor_import.py).
+`TASK_CODE` is what a task folder's code imports from the repository (bound file by file).
 """
 
 from __future__ import annotations
@@ -20,6 +26,10 @@ import sys
 from pathlib import Path
 
 SHIM_DIR = Path(__file__).resolve().parent / "shim"
+_ENVS = Path(__file__).resolve().parents[1]
+#: the repository modules a task folder's code imports (envs/TASK_FORMAT.md): path under the code root → file
+TASK_CODE = {"envs/__init__.py": _ENVS / "__init__.py", "envs/library.py": _ENVS / "library.py",
+             "envs/taskkit.py": _ENVS / "taskkit.py"}
 IN_KERNEL_DIR = "/run/progagent"
 IN_TOOLS_DIR = "/run/tools"
 IN_SHIM_DIR = "/opt/progagent"
@@ -48,24 +58,50 @@ def hidden_paths(binds: list[Path]) -> list[Path]:
     return [s for s in secret if any(s.is_relative_to(b) for b in binds) and s.exists()]
 
 
-def bwrap_argv(kernel_dir: Path, tools_dir: Path, workspace: Path, extra_env: dict[str, str] | None = None
-               ) -> list[str]:
-    roots = python_roots()
-    argv = [
-        "bwrap",
-        "--unshare-all", "--unshare-user", "--disable-userns",
+def isolation_argv(*, uid: int = 1000, hostname: str = "sandbox", network: bool = False,
+                   disable_userns: bool = True, bwrap: str = "bwrap") -> list[str]:
+    """The start of every bubblewrap command line here: isolation and a fresh root (binds follow).
+
+    Every namespace unshared (`network`: all but the network's), the sandbox's processes in a new
+    session, killed with their parent, without capabilities, in a cleared environment, as `uid`
+    (its own user namespace; `disable_userns`: no nested ones); the root a tmpfs with /usr
+    read-only (/bin, /lib, /lib64, /sbin the usual symlinks), a private /proc, /dev and /tmp.
+    """
+    return [
+        bwrap,
+        "--unshare-all", *(["--share-net"] if network else []), "--unshare-user",
+        *(["--disable-userns"] if disable_userns else []),
         "--die-with-parent", "--new-session", "--cap-drop", "ALL", "--clearenv",
-        "--uid", "1000", "--gid", "1000", "--hostname", "sandbox",
+        "--uid", str(uid), "--gid", str(uid), "--hostname", hostname,
         "--ro-bind", "/usr", "/usr",
         "--symlink", "usr/bin", "/bin", "--symlink", "usr/lib", "/lib",
         "--symlink", "usr/lib64", "/lib64", "--symlink", "usr/sbin", "/sbin",
         "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
     ]
+
+
+def python_binds() -> list[str]:
+    """The Python installation read-only at its host paths, task library folders under it hidden."""
+    roots = python_roots()
+    argv = []
     for root in roots:
         if not root.is_relative_to("/usr"):
             argv += ["--ro-bind", str(root), str(root)]
     for hidden in hidden_paths(roots):
         argv += ["--tmpfs", str(hidden)]
+    return argv
+
+
+def setenv_argv(env: dict[str, str]) -> list[str]:
+    argv = []
+    for k, v in env.items():
+        argv += ["--setenv", k, v]
+    return argv
+
+
+def bwrap_argv(kernel_dir: Path, tools_dir: Path, workspace: Path, extra_env: dict[str, str] | None = None
+               ) -> list[str]:
+    argv = isolation_argv() + python_binds()
     argv += [
         "--ro-bind", str(SHIM_DIR), IN_SHIM_DIR,
         "--bind", str(kernel_dir), IN_KERNEL_DIR,
@@ -86,9 +122,7 @@ def bwrap_argv(kernel_dir: Path, tools_dir: Path, workspace: Path, extra_env: di
         "USER": "sandbox",
         **(extra_env or {}),
     }
-    for k, v in env.items():
-        argv += ["--setenv", k, v]
-    return argv
+    return argv + setenv_argv(env)
 
 
 def kernel_argv(connection_file: str) -> list[str]:
