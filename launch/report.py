@@ -33,8 +33,9 @@ def _reward_context(ax, train: list[dict], evals: dict[str, dict]) -> None:
     pts = [(r["step"], r["rollout/reward"]) for r in train if "rollout/reward" in r]
     if len(pts) >= 3:
         steps, values = zip(*pts, strict=True)
-        ax.plot(steps, running_mean(list(values)), color="C0", linewidth=2.5, alpha=0.5,
-                label="reward, running mean of 3")
+        window = max(3, len(pts) // 4)
+        ax.plot(steps, running_mean(list(values), window), color="C0", linewidth=2.5, alpha=0.5,
+                label=f"reward, running mean of {window}")
     for n, (tag, r) in enumerate(sorted(evals.items(), key=lambda kv: kv[0] != "before")):
         if f"eval_{tag}/reward" in r:
             ax.axhline(r[f"eval_{tag}/reward"], linestyle="--", color=f"C{n + 3}", label=f"eval {tag}")
