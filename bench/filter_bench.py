@@ -53,7 +53,7 @@ async def run(workers: int, args: argparse.Namespace, out: str) -> dict:
 
 
 async def main(args: argparse.Namespace) -> dict:
-    ray.init(num_cpus=max(8, 2 + max(args.workers)), include_dashboard=False, log_to_driver=False,
+    ray.init(address="local", num_cpus=max(8, 2 + max(args.workers)), include_dashboard=False, log_to_driver=False,
              _temp_dir=tempfile.mkdtemp(prefix="fb", dir="/tmp"),
              runtime_env={"env_vars": {"HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}})
     try:

@@ -25,7 +25,8 @@ def init_ray(cfg: TrainConfig) -> None:
     if cfg.ray.address:
         ray.init(address=cfg.ray.address, runtime_env=env, log_to_driver=False)
     else:
-        ray.init(num_cpus=cfg.ray.num_cpus or max(4, os.cpu_count() or 2), include_dashboard=False,
+        # "local": a new in-process cluster even where another one runs (ray.init() would join it)
+        ray.init(address="local", num_cpus=cfg.ray.num_cpus or max(4, os.cpu_count() or 2), include_dashboard=False,
                  runtime_env=env, log_to_driver=False)
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import sqlite3
 import tempfile
 from pathlib import Path
@@ -99,29 +100,45 @@ def build_tiny(out: str | Path | None = None, cfg: TinyConfig | None = None, wit
     fp = _fingerprint(texts, cfg)
     out = Path(out) if out else DEFAULT_CACHE / f"tiny-{fp}"
     stamp = out / "progagent-tiny.json"
-    if stamp.exists() and json.loads(stamp.read_text()).get("fingerprint") == fp and \
-            (not with_model or (out / "config.json").exists()):
-        return out
-    out.mkdir(parents=True, exist_ok=True)
-    tokenizer = train_tokenizer(texts, cfg.vocab_size)
-    tokenizer.save_pretrained(out)
-    if with_model:
-        import torch
-        from transformers import Qwen3Config, Qwen3ForCausalLM
 
-        torch.manual_seed(cfg.seed)
-        config = Qwen3Config(vocab_size=len(tokenizer), hidden_size=cfg.hidden_size,
-                             num_hidden_layers=cfg.num_layers, num_attention_heads=cfg.num_heads,
-                             num_key_value_heads=cfg.num_kv_heads, head_dim=cfg.head_dim,
-                             intermediate_size=cfg.intermediate_size,
-                             max_position_embeddings=cfg.max_position_embeddings, tie_word_embeddings=True,
-                             eos_token_id=tokenizer.convert_tokens_to_ids("<|im_end|>"),
-                             pad_token_id=tokenizer.convert_tokens_to_ids("<|endoftext|>"),
-                             bos_token_id=None, torch_dtype="float32")
-        model = Qwen3ForCausalLM(config)
-        model.save_pretrained(out, safe_serialization=True)
-        model.generation_config.save_pretrained(out)
-    stamp.write_text(json.dumps({"fingerprint": fp, "config": msgspec.to_builtins(cfg)}))
+    def complete() -> bool:
+        return stamp.exists() and json.loads(stamp.read_text()).get("fingerprint") == fp and \
+            (not with_model or (out / "config.json").exists())
+
+    if complete():
+        return out
+    # built in a sibling folder and renamed into place: processes starting at once (Ray actors, test
+    # workers) never read a half-written model, and a crash leaves no stamped partial folder
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        tokenizer = train_tokenizer(texts, cfg.vocab_size)
+        tokenizer.save_pretrained(tmp)
+        if with_model:
+            import torch
+            from transformers import Qwen3Config, Qwen3ForCausalLM
+
+            torch.manual_seed(cfg.seed)
+            config = Qwen3Config(vocab_size=len(tokenizer), hidden_size=cfg.hidden_size,
+                                 num_hidden_layers=cfg.num_layers, num_attention_heads=cfg.num_heads,
+                                 num_key_value_heads=cfg.num_kv_heads, head_dim=cfg.head_dim,
+                                 intermediate_size=cfg.intermediate_size,
+                                 max_position_embeddings=cfg.max_position_embeddings, tie_word_embeddings=True,
+                                 eos_token_id=tokenizer.convert_tokens_to_ids("<|im_end|>"),
+                                 pad_token_id=tokenizer.convert_tokens_to_ids("<|endoftext|>"),
+                                 bos_token_id=None, torch_dtype="float32")
+            model = Qwen3ForCausalLM(config)
+            model.save_pretrained(tmp, safe_serialization=True)
+            model.generation_config.save_pretrained(tmp)
+        (tmp / stamp.name).write_text(json.dumps({"fingerprint": fp, "config": msgspec.to_builtins(cfg)}))
+        if out.exists() and not complete():
+            shutil.rmtree(out, ignore_errors=True)  # a stale, partial or tokenizer-only earlier build
+        try:
+            os.rename(tmp, out)
+        except OSError:  # another process renamed its identical build first
+            pass
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
     return out
 
 

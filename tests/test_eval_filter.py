@@ -30,7 +30,7 @@ from tests.test_task_format import write_task
 
 @pytest.fixture(scope="module")
 def ray_cluster():
-    ray.init(num_cpus=8, include_dashboard=False, log_to_driver=False,
+    ray.init(address="local", num_cpus=8, include_dashboard=False, log_to_driver=False,
              _temp_dir=tempfile.mkdtemp(prefix="ef", dir="/tmp"),  # Unix socket paths must stay short
              runtime_env={"env_vars": {"HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}})
     yield

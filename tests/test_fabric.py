@@ -21,7 +21,7 @@ from tests.test_task_format import write_task
 
 @pytest.fixture(scope="module")
 def ray_cluster():
-    ray.init(num_cpus=6, include_dashboard=False, log_to_driver=False,
+    ray.init(address="local", num_cpus=6, include_dashboard=False, log_to_driver=False,
              runtime_env={"env_vars": {"HF_HUB_OFFLINE": "1"}})
     yield
     ray.shutdown()

@@ -39,7 +39,7 @@ CRASHING_TEST_SH = "#!/bin/bash\necho 'checking...'; exit 3\n"
 
 @pytest.fixture(scope="module")
 def ray_cluster():
-    ray.init(num_cpus=4, include_dashboard=False, log_to_driver=False,
+    ray.init(address="local", num_cpus=4, include_dashboard=False, log_to_driver=False,
              _temp_dir=tempfile.mkdtemp(prefix="hf", dir="/tmp"),  # Unix socket paths must stay short
              runtime_env={"env_vars": {"HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}})
     yield

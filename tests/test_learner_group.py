@@ -32,7 +32,7 @@ TWO = LearnerPlacement(ranks=2, cpus_per_rank=1, threads=1)
 
 @pytest.fixture(scope="module")
 def ray_cluster():
-    ray.init(num_cpus=4, include_dashboard=False, log_to_driver=False,
+    ray.init(address="local", num_cpus=4, include_dashboard=False, log_to_driver=False,
              _temp_dir=tempfile.mkdtemp(prefix="lg", dir="/tmp"),  # Unix socket paths must stay short
              runtime_env={"env_vars": {"HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}})
     yield

@@ -65,7 +65,7 @@ class ReplayServer:
 def api_fabric():
     """The eval path: RolloutRunner.start turns `openai:NAME` into the pool's openai backend."""
     temp = tempfile.mkdtemp(dir="/tmp")  # Ray's unix sockets need a short path
-    ray.init(num_cpus=4, include_dashboard=False, log_to_driver=False, _temp_dir=temp,
+    ray.init(address="local", num_cpus=4, include_dashboard=False, log_to_driver=False, _temp_dir=temp,
              runtime_env={"env_vars": {"HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}})
     server = ReplayServer()
     cfg = TrainConfig(fabric=FabricConfig(

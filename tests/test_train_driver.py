@@ -1,6 +1,7 @@
 """The training driver end to end on the tiny model: run folder, checkpoint, resume; and the
 `ray job submit` path against a real `ray start --head` with token authentication."""
 
+import contextlib
 import json
 import os
 import socket
@@ -99,13 +100,38 @@ def test_ray_job_submit_against_a_head_node(tmp_path):
                "--", "python", "-m", "launch.train", "--config", "configs/local.yaml", *SMALL,
                "train.steps=1", f"run.out_dir={out}", "ray.address=auto"]
         t0 = time.time()
-        r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
+        for _ in range(20):  # the head's job agent starts after `ray start` returns: Ray says try again
+            r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
+            if r.returncode == 0 or "No available agent to submit job" not in r.stderr + r.stdout:
+                break
+            time.sleep(3)
         assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
         assert "succeeded" in r.stdout.lower(), r.stdout[-2000:]
         runs = list(out.glob("local-*"))
         assert len(runs) == 1 and (runs[0] / "metrics.jsonl").exists() and time.time() - t0 < 900
     finally:
-        subprocess.run([ray_bin, "stop", "--force"], env=env, capture_output=True, timeout=120)
+        _stop_cluster(temp)
+
+
+def _stop_cluster(temp: str) -> None:
+    """Stop this head node's processes only (`ray stop` would stop every Ray cluster on the machine,
+    including those of tests running in parallel): each of them names the cluster's temp dir."""
+    import psutil
+
+    procs = []
+    for p in psutil.process_iter(["cmdline"]):
+        try:
+            if any(temp in arg for arg in p.info["cmdline"] or ()):
+                procs.append(p)
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+    for p in procs:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            p.terminate()
+    _, alive = psutil.wait_procs(procs, timeout=10)
+    for p in alive:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            p.kill()
 
 
 def test_metrics_log_offline_wandb_and_jsonl(tmp_path, monkeypatch):
