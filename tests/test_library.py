@@ -8,6 +8,8 @@ import json
 import subprocess
 from collections import Counter
 
+import pytest
+
 from envs.library import load_library
 from tests.conftest import BIN
 
@@ -27,6 +29,7 @@ def test_library_shape():
     assert len(set(tool_sets)) == len(tool_sets)
 
 
+@pytest.mark.timeout(1500)  # 24 tasks x 4 scales of sandboxed runs: ~3-4 min here, more on a busy machine
 def test_whole_library_validates(tmp_path):
     report = tmp_path / "validate.json"
     r = subprocess.run([str(BIN / "progagent"), "tasks", "validate", "--json", str(report)],
