@@ -1,6 +1,8 @@
 import os
 import shutil
 import sys
+import tempfile
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -55,3 +57,18 @@ def pytest_collection_modifyitems(config, items):
         return SLOW_FIRST.index(name) if name in SLOW_FIRST else len(SLOW_FIRST)
 
     items.sort(key=rank)  # stable: the order inside each file is kept
+
+
+@contextmanager
+def local_ray(num_cpus: int, **env_vars: str):
+    """A fresh in-process Ray cluster for one test module (never one that happens to run here), its
+    temp dir short (Ray's Unix socket paths are limited to 107 bytes); shut down afterwards."""
+    import ray
+
+    ray.init(address="local", num_cpus=num_cpus, include_dashboard=False, log_to_driver=False,
+             _temp_dir=tempfile.mkdtemp(prefix="ray", dir="/tmp"),
+             runtime_env={"env_vars": {"HF_HUB_OFFLINE": "1", **env_vars}})
+    try:
+        yield
+    finally:
+        ray.shutdown()

@@ -11,11 +11,9 @@ import csv
 import itertools
 import json
 import shutil
-import tempfile
 
 import msgspec
 import pytest
-import ray
 
 from launch.cli import main
 from launch.eval import SweepSettings, sweep
@@ -24,17 +22,14 @@ from launch.filter import FilterSettings, filter_tasks
 from launch.rollout_cache import RolloutCache, RolloutRecord, rollout_seed
 from launch.rollouts import RolloutRunner, load_sections, outcome_settings
 from rollout.tiny_model import build_tiny
-from tests.conftest import ROOT
+from tests.conftest import ROOT, local_ray
 from tests.test_task_format import write_task
 
 
 @pytest.fixture(scope="module")
 def ray_cluster():
-    ray.init(address="local", num_cpus=8, include_dashboard=False, log_to_driver=False,
-             _temp_dir=tempfile.mkdtemp(prefix="ef", dir="/tmp"),  # Unix socket paths must stay short
-             runtime_env={"env_vars": {"HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}})
-    yield
-    ray.shutdown()
+    with local_ray(8, TOKENIZERS_PARALLELISM="false"):
+        yield
 
 
 @pytest.fixture(scope="module")

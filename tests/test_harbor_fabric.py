@@ -11,7 +11,6 @@ import asyncio
 import csv
 import json
 import shutil
-import tempfile
 import textwrap
 from pathlib import Path
 
@@ -28,7 +27,7 @@ from launch.eval import SweepSettings, sweep
 from launch.rollout_cache import RolloutCache, rollout_seed
 from launch.rollouts import RolloutRunner, load_sections, outcome_settings
 from rollout.tiny_model import build_tiny
-from tests.conftest import ROOT
+from tests.conftest import ROOT, local_ray
 from tests.test_harbor_import import FIXTURE, SOLVE_PTC
 from tests.test_task_format import write_task
 
@@ -39,11 +38,8 @@ CRASHING_TEST_SH = "#!/bin/bash\necho 'checking...'; exit 3\n"
 
 @pytest.fixture(scope="module")
 def ray_cluster():
-    ray.init(address="local", num_cpus=4, include_dashboard=False, log_to_driver=False,
-             _temp_dir=tempfile.mkdtemp(prefix="hf", dir="/tmp"),  # Unix socket paths must stay short
-             runtime_env={"env_vars": {"HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}})
-    yield
-    ray.shutdown()
+    with local_ray(4, TOKENIZERS_PARALLELISM="false"):
+        yield
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,6 @@ holds the requested bundles.
 """
 
 import json
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -18,6 +17,7 @@ from learner.config import LearnerConfig, OptimConfig, SFTConfig
 from learner.losses import PolicyLossConfig
 from learner.sft import run_sft, sft_samples
 from learner.torch_backend import TorchLearner
+from tests.conftest import local_ray
 from tests.test_learner_torch import groups
 from tests.test_rollout import tiny_path  # noqa: F401
 
@@ -32,11 +32,8 @@ TWO = LearnerPlacement(ranks=2, cpus_per_rank=1, threads=1)
 
 @pytest.fixture(scope="module")
 def ray_cluster():
-    ray.init(address="local", num_cpus=4, include_dashboard=False, log_to_driver=False,
-             _temp_dir=tempfile.mkdtemp(prefix="lg", dir="/tmp"),  # Unix socket paths must stay short
-             runtime_env={"env_vars": {"HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}})
-    yield
-    ray.shutdown()
+    with local_ray(4, OMP_NUM_THREADS="1"):
+        yield
 
 
 def published(group) -> tuple[int, dict[str, torch.Tensor]]:
