@@ -82,11 +82,32 @@ class Env:
                 self._db = sqlite3.connect(uri, uri=True, check_same_thread=False)
             else:
                 self._db = sqlite3.connect(self.db_path, check_same_thread=False)
+                # an episode's database is scratch state: no fsync per tool call (the verifier reads
+                # the file after this connection closes, which needs no durability)
+                self._db.execute("pragma synchronous = off")
             self._db.row_factory = sqlite3.Row
         return self._db
 
     def query(self, sql: str, params: tuple | dict = ()) -> list[dict[str, Any]]:
         return [dict(r) for r in self.db.execute(sql, params).fetchall()]
+
+    def query_page(self, sql: str, params: tuple | dict, page_no: int, page_size: int) -> dict[str, Any]:
+        """`page(self.query(sql, params), page_no, page_size)` with the paging done by SQLite.
+
+        Same result, but only one page of rows leaves the database: a list tool at v3 otherwise
+        materialises thousands of rows per call to return fifty. `sql` must fix the order (ORDER BY).
+        """
+        if page_no < 1:
+            raise ToolError("page must be >= 1")
+        start = (page_no - 1) * page_size
+        total = self.db.execute(f"select count(*) from ({sql})", params).fetchone()[0]
+        if isinstance(params, dict):
+            rows = self.db.execute(f"{sql} limit :_page_limit offset :_page_offset",
+                                   {**params, "_page_limit": page_size, "_page_offset": start})
+        else:
+            rows = self.db.execute(f"{sql} limit ? offset ?", (*params, page_size, start))
+        return {"items": [dict(r) for r in rows], "page": page_no, "page_size": page_size, "total": total,
+                "next_page": page_no + 1 if start + page_size < total else None}
 
     def file(self, relpath: str) -> Path:
         """A workspace path; refuses paths that leave the workspace."""

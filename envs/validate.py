@@ -2,11 +2,14 @@
 
 For each task: the oracle passes at v0–v3 (programs run in the sandboxed kernel, tools served by the
 task's MCP server); the verifier fails on the untouched environment with an empty answer and on
-every wrong solution in wrong/ at every scale (run through the sandbox at v0, in process — they are
-the repository's own trusted programs — at v1–v3 to keep the whole library inside CI time);
-building twice gives identical bytes; database and workspace grow with scale; instruction and tool
-schemas are identical at every scale. `validate_parallel` spreads tasks over processes (one
-runtime each) so every core works.
+every wrong solution in wrong/ at every scale; building twice gives identical bytes; database and
+workspace grow with scale; instruction and tool schemas are identical at every scale.
+
+Wrong solutions of the library's own (trusted) tasks run in process, with the same tool functions
+and the same JSON round trip as the MCP server: they test the verifier, which does not care how the
+state was made, and a sandboxed kernel start per wrong solution was half the library's CPU time.
+Model-written tasks (`trusted=False`, synth/) run them in the sandbox. `validate_parallel` keeps one
+runtime (and its warm pool) per worker process, and workers pull tasks until none are left.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -126,10 +130,10 @@ async def validate_task(runtime: Runtime, task: Task, cache: EnvironmentCache,
                 failed = [k for k, v in oracle.verdict.criteria.items() if not v]
                 problems.append(f"{scale}: oracle fails {failed or oracle.verdict.error}; errors={oracle.errors[:1]}")
             for name, source in wrong.items():
-                if scale == scales[0] or not trusted:  # through the sandbox (once, for trusted tasks) …
-                    reward = (await run_solution(runtime, task, scale, cache, source, transport)).verdict.reward
-                else:  # … and in process at the other scales (trusted code; it tests the verifier)
+                if trusted:
                     reward = await asyncio.to_thread(_wrong_in_process, task, scale, cache, source)
+                else:
+                    reward = (await run_solution(runtime, task, scale, cache, source, transport)).verdict.reward
                 if reward == 1.0:
                     problems.append(f"{scale}: the verifier passes wrong/{name}.py")
         except Exception as exc:  # noqa: BLE001
@@ -144,36 +148,80 @@ async def validate_task(runtime: Runtime, task: Task, cache: EnvironmentCache,
     return report
 
 
-def _validate_chunk(folders: list[str], concurrency: int) -> list[dict[str, Any]]:
+def _validate_worker(folders: list[str], counter: Any, results: Any, concurrency: int) -> None:
+    """One worker process: a runtime for its whole life, `concurrency` tasks at once, each task taken
+    from the shared `counter` so a slow task does not hold up a pre-dealt chunk."""
     import uvloop
 
     from envs.library import load_task
 
-    return uvloop.run(validate([load_task(f) for f in folders], concurrency=concurrency))
+    def take() -> int:
+        with counter.get_lock():
+            counter.value += 1
+            return counter.value - 1
+
+    async def main() -> None:
+        cache = EnvironmentCache()
+        runtime = await Runtime().start()
+
+        async def lane() -> None:
+            while (i := take()) < len(folders):
+                try:
+                    rep = await validate_task(runtime, load_task(folders[i]), cache)
+                except Exception as exc:  # noqa: BLE001 - reported for this task; the worker goes on
+                    rep = {"task": Path(folders[i]).name, "scales": {}, "ok": False,
+                           "problems": [f"{type(exc).__name__}: {exc}"]}
+                results.put(rep)
+
+        try:
+            await asyncio.gather(*(lane() for _ in range(concurrency)))
+        finally:
+            await runtime.close()
+            cache.cleanup()
+
+    uvloop.run(main())
 
 
 def validate_parallel(tasks: list[Task], processes: int, concurrency: int = 2,
                       on_done: Any = None) -> list[dict[str, Any]]:
-    """Tasks dealt round-robin to `processes` worker processes; reports in task order."""
+    """Tasks spread over `processes` worker processes (`concurrency` at once in each); reports in
+    task order. A worker that dies leaves its unfinished tasks reported as failed, not missing."""
     import multiprocessing as mp
-    from concurrent.futures import ProcessPoolExecutor, as_completed
+    import queue
 
     if processes <= 1 or len(tasks) < 2:
         import uvloop
 
         return uvloop.run(validate(tasks, concurrency=concurrency, on_done=on_done))
-    chunks = [[str(t.dir) for t in tasks[i::processes]] for i in range(processes)]
+    ctx = mp.get_context("spawn")
+    folders = [str(t.dir) for t in tasks]
+    counter, results = ctx.Value("i", 0), ctx.Queue()
+    workers = [ctx.Process(target=_validate_worker, args=(folders, counter, results, concurrency), daemon=True)
+               for _ in range(min(processes, len(tasks)))]
+    for w in workers:
+        w.start()
     reports: dict[str, dict[str, Any]] = {}
-    with ProcessPoolExecutor(processes, mp_context=mp.get_context("spawn")) as pool:
-        futures = [pool.submit(_validate_chunk, [f], concurrency) for chunk in chunks for f in chunk]
-        for fut in as_completed(futures):
-            for rep in fut.result():
-                reports[rep["task"]] = rep
-                if on_done:
-                    on_done(rep)
+    try:
+        while len(reports) < len(tasks):
+            try:
+                rep = results.get(timeout=1.0)
+            except queue.Empty:
+                if any(w.is_alive() for w in workers):
+                    continue
+                break
+            reports[rep["task"]] = rep
+            if on_done:
+                on_done(rep)
+    finally:
+        for w in workers:
+            w.join(timeout=30)
+            if w.is_alive():
+                w.kill()
+    for t in tasks:
+        if t.id not in reports:
+            reports[t.id] = {"task": t.id, "scales": {}, "ok": False,
+                             "problems": ["the validation worker died before reporting this task"]}
     return [reports[t.id] for t in tasks]
-
-
 async def validate(tasks: list[Task], concurrency: int = 3, runtime: Runtime | None = None,
                    on_done: Any = None) -> list[dict[str, Any]]:
     cache = EnvironmentCache()

@@ -29,7 +29,7 @@ def test_library_shape():
     assert len(set(tool_sets)) == len(tool_sets)
 
 
-@pytest.mark.timeout(1500)  # 24 tasks x 4 scales of sandboxed runs: ~3-4 min here, more on a busy machine
+@pytest.mark.timeout(1500)  # 24 tasks x 4 scales of sandboxed runs: ~2 min here, more on a busy machine
 def test_whole_library_validates(tmp_path):
     report = tmp_path / "validate.json"
     r = subprocess.run([str(BIN / "progagent"), "tasks", "validate", "--json", str(report)],

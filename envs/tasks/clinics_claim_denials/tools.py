@@ -51,13 +51,14 @@ def list_claims(env: Env, status: str | None = None, payer_id: int | None = None
     "page_size", "total", "next_page"}."""
     if status is not None and status not in CLAIM_STATUSES:
         raise ToolError(f"unknown claim status {status!r}; expected one of {', '.join(CLAIM_STATUSES)}")
-    rows = env.query("select c.claim_id, c.claim_no, c.patient_id, pt.name as patient_name, pt.member_id,"
-                     " c.provider_id, pr.name as provider_name, c.payer_id, c.service_date, c.submitted_on,"
-                     " c.place_of_service, c.status, c.total_billed from claims c"
-                     " join patients pt on pt.patient_id = c.patient_id join providers pr on pr.provider_id = c.provider_id"
-                     " where (:s is null or c.status = :s) and (:p is null or c.payer_id = :p)"
-                     " order by c.claim_id", {"s": status, "p": payer_id})
-    return page(rows, page_no, 25)
+    return env.query_page(
+        "select c.claim_id, c.claim_no, c.patient_id, pt.name as patient_name, pt.member_id,"
+        " c.provider_id, pr.name as provider_name, c.payer_id, c.service_date, c.submitted_on,"
+        " c.place_of_service, c.status, c.total_billed from claims c"
+        " join patients pt on pt.patient_id = c.patient_id join providers pr on pr.provider_id = c.provider_id"
+        " where (:s is null or c.status = :s) and (:p is null or c.payer_id = :p)"
+        " order by c.claim_id",
+        {"s": status, "p": payer_id}, page_no, 25)
 
 
 @tool
@@ -82,9 +83,10 @@ def list_claim_lines(env: Env, status: str | None = None, denial_code: str | Non
     "next_page"}. Service date and payer are on the claim (get_claim / list_claims)."""
     if status is not None and status not in LINE_STATUSES:
         raise ToolError(f"unknown line status {status!r}; expected one of {', '.join(LINE_STATUSES)}")
-    rows = env.query(f"select {LINE_COLS} from claim_lines where (:s is null or status = :s)"
-                     " and (:d is null or denial_code = :d) order by line_id", {"s": status, "d": denial_code})
-    return page(rows, page_no, 50)
+    return env.query_page(
+        f"select {LINE_COLS} from claim_lines where (:s is null or status = :s)"
+        " and (:d is null or denial_code = :d) order by line_id",
+        {"s": status, "d": denial_code}, page_no, 50)
 
 
 def _denied_line(env: Env, line_id: int) -> dict:

@@ -46,11 +46,11 @@ def list_vaccine_lots(env: Env, lot_number: str | None = None, cvx: str | None =
     """List vaccine lots received by the sites (one row per lot and site), 25 per page, optionally filtered by
     lot_number or CVX code. Returns {"items": [{"lot_id", "lot_number", "cvx", "product", "manufacturer", "site_id",
     "received_on", "expiration_date"}], "page", "page_size", "total", "next_page"}."""
-    rows = env.query(
+    return env.query_page(
         "select l.lot_id, l.lot_number, v.cvx, v.product, v.manufacturer, l.site_id, l.received_on, l.expiration_date"
         " from lots l join vaccines v on v.vaccine_id = l.vaccine_id where (:ln is null or l.lot_number = :ln)"
-        " and (:cvx is null or v.cvx = :cvx) order by l.lot_id", {"ln": lot_number, "cvx": cvx})
-    return page(rows, page_no, 25)
+        " and (:cvx is null or v.cvx = :cvx) order by l.lot_id",
+        {"ln": lot_number, "cvx": cvx}, page_no, 25)
 
 
 @tool
@@ -64,14 +64,13 @@ def list_immunizations(env: Env, lot_number: str | None = None, cvx: str | None 
     for name, value in (("administered_from", administered_from), ("administered_to", administered_to)):
         if value is not None and not DATE.match(value):
             raise ToolError(f"{name} must be a date YYYY-MM-DD, got {value!r}")
-    rows = env.query(
+    return env.query_page(
         "select i.imm_id, i.patient_id, l.lot_number, v.cvx, v.product, i.administered_on, i.site_id,"
         " i.dose_in_series, i.status from immunizations i join lots l on l.lot_id = i.lot_id"
         " join vaccines v on v.vaccine_id = l.vaccine_id where (:ln is null or l.lot_number = :ln)"
         " and (:cvx is null or v.cvx = :cvx) and (:a is null or i.administered_on >= :a)"
         " and (:b is null or i.administered_on <= :b) order by i.imm_id",
-        {"ln": lot_number, "cvx": cvx, "a": administered_from, "b": administered_to})
-    return page(rows, page_no, 50)
+        {"ln": lot_number, "cvx": cvx, "a": administered_from, "b": administered_to}, page_no, 50)
 
 
 @tool
@@ -97,9 +96,9 @@ def list_outreach_tasks(env: Env, recall_ref: str | None = None, page_no: int = 
     """List patient outreach tasks, 25 per page, optionally for one recall (Notice ID).
     Returns {"items": [{"task_id", "patient_id", "recall_ref", "immunization_ids", "priority", "channel", "site_id",
     "status", "created_on", "note"}], "page", "page_size", "total", "next_page"}."""
-    rows = env.query("select * from outreach_tasks where (? is null or recall_ref = ?) order by task_id",
-                     (recall_ref, recall_ref))
-    return page(rows, page_no, 25)
+    return env.query_page(
+        "select * from outreach_tasks where (? is null or recall_ref = ?) order by task_id",
+        (recall_ref, recall_ref), page_no, 25)
 
 
 @tool

@@ -37,8 +37,9 @@ def read_file(env: Env, path: str) -> dict:
 def list_scholarship_programs(env: Env, page_no: int = 1) -> dict:
     """List the institutional scholarship programs (code, name, funding source), 25 per page.
     Returns {"items": [{"program_code", "name", "funding_source", "kind"}], "page", "page_size", "total", "next_page"}."""
-    rows = env.query("select program_code, name, funding_source, kind from scholarship_programs order by program_code")
-    return page(rows, page_no, 25)
+    return env.query_page(
+        "select program_code, name, funding_source, kind from scholarship_programs order by program_code",
+        (), page_no, 25)
 
 
 @tool
@@ -50,12 +51,11 @@ def list_awards(env: Env, academic_year: str | None = None, status: str | None =
     "next_year_amount", "review_note"}], "page", "page_size", "total", "next_page"}; items ordered by award_id."""
     if status is not None and status not in AWARD_STATUSES:
         raise ToolError(f"unknown status {status!r}; expected one of {', '.join(AWARD_STATUSES)}")
-    rows = env.query(
+    return env.query_page(
         "select award_id, student_id, program_code, academic_year, amount, status, decision, next_year_amount,"
         " review_note from awards where (:y is null or academic_year = :y) and (:s is null or status = :s)"
         " and (:p is null or program_code = :p) and (:st is null or student_id = :st) order by award_id",
-        {"y": academic_year, "s": status, "p": program_code, "st": student_id})
-    return page(rows, page_no, 25)
+        {"y": academic_year, "s": status, "p": program_code, "st": student_id}, page_no, 25)
 
 
 @tool
@@ -66,9 +66,10 @@ def list_students(env: Env, status: str | None = None, page_no: int = 1) -> dict
     "advisor"}], "page", "page_size", "total", "next_page"}; items ordered by student_id."""
     if status is not None and status not in STUDENT_STATUSES:
         raise ToolError(f"unknown status {status!r}; expected one of {', '.join(STUDENT_STATUSES)}")
-    rows = env.query("select student_id, student_no, first_name, last_name, major, entry_year, status, advisor"
-                     " from students where (? is null or status = ?) order by student_id", (status, status))
-    return page(rows, page_no, 50)
+    return env.query_page(
+        "select student_id, student_no, first_name, last_name, major, entry_year, status, advisor"
+        " from students where (? is null or status = ?) order by student_id",
+        (status, status), page_no, 50)
 
 
 @tool
@@ -93,10 +94,10 @@ def list_conduct_cases(env: Env, student_id: int | None = None, category: str | 
     "page", "page_size", "total", "next_page"}; items ordered by case_id."""
     if category is not None and category not in CATEGORIES:
         raise ToolError(f"unknown category {category!r}; expected one of {', '.join(CATEGORIES)}")
-    rows = env.query("select case_id, student_id, case_date, category, outcome, sanction, summary from conduct_cases"
-                     " where (:s is null or student_id = :s) and (:c is null or category = :c) order by case_id",
-                     {"s": student_id, "c": category})
-    return page(rows, page_no, 25)
+    return env.query_page(
+        "select case_id, student_id, case_date, category, outcome, sanction, summary from conduct_cases"
+        " where (:s is null or student_id = :s) and (:c is null or category = :c) order by case_id",
+        {"s": student_id, "c": category}, page_no, 25)
 
 
 @tool

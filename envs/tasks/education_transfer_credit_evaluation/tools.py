@@ -46,12 +46,11 @@ def list_applicants(env: Env, admit_term: str | None = None, admission_status: s
         raise ToolError(f"unknown admission_status {admission_status!r}; expected one of {', '.join(ADMIT_STATUSES)}")
     if evaluation_status is not None and evaluation_status not in EVAL_STATUSES:
         raise ToolError(f"unknown evaluation_status {evaluation_status!r}; expected one of {', '.join(EVAL_STATUSES)}")
-    rows = env.query(
+    return env.query_page(
         "select applicant_id, first_name, last_name, admit_term, intended_major, admission_status,"
         " evaluation_status, notes from applicants where (:t is null or admit_term = :t)"
         " and (:a is null or admission_status = :a) and (:e is null or evaluation_status = :e) order by applicant_id",
-        {"t": admit_term, "a": admission_status, "e": evaluation_status})
-    return page(rows, page_no, 25)
+        {"t": admit_term, "a": admission_status, "e": evaluation_status}, page_no, 25)
 
 
 @tool
@@ -59,9 +58,10 @@ def list_institutions(env: Env, page_no: int = 1) -> dict:
     """List the institutions applicants attended, 25 per page.
     Returns {"items": [{"institution_id", "name", "city", "state", "accreditation" ('regional' | 'national' |
     'none'), "calendar" ('semester' | 'quarter')}], "page", "page_size", "total", "next_page"}."""
-    rows = env.query("select institution_id, name, city, state, accreditation, calendar from institutions"
-                     " order by institution_id")
-    return page(rows, page_no, 25)
+    return env.query_page(
+        "select institution_id, name, city, state, accreditation, calendar from institutions"
+        " order by institution_id",
+        (), page_no, 25)
 
 
 @tool
@@ -84,10 +84,11 @@ def list_posted_credits(env: Env, applicant_id: int | None = None, source: str |
     "ext_id", "description", "equivalent", "credits", "posted_on"}], "page", "page_size", "total", "next_page"}."""
     if source is not None and source not in SOURCES:
         raise ToolError(f"unknown source {source!r}; expected one of {', '.join(SOURCES)}")
-    rows = env.query("select credit_id, applicant_id, source, ext_id, description, equivalent, credits, posted_on"
-                     " from posted_credits where (:a is null or applicant_id = :a) and (:s is null or source = :s)"
-                     " order by credit_id", {"a": applicant_id, "s": source})
-    return page(rows, page_no, 50)
+    return env.query_page(
+        "select credit_id, applicant_id, source, ext_id, description, equivalent, credits, posted_on"
+        " from posted_credits where (:a is null or applicant_id = :a) and (:s is null or source = :s)"
+        " order by credit_id",
+        {"a": applicant_id, "s": source}, page_no, 50)
 
 
 @tool

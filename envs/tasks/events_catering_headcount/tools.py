@@ -30,10 +30,10 @@ def list_events(env: Env, date_from: str | None = None, date_to: str | None = No
             raise ToolError("dates must look like '2024-10-14'")
     if status is not None and status not in ("scheduled", "cancelled", "postponed"):
         raise ToolError("status must be 'scheduled', 'cancelled' or 'postponed' (or omitted)")
-    rows = env.query("select * from events where (:a is null or start_date >= :a) and (:b is null or start_date <= :b)"
-                     " and (:s is null or status = :s) order by start_date, id",
-                     {"a": date_from, "b": date_to, "s": status})
-    return page(rows, page_no, 25)
+    return env.query_page(
+        "select * from events where (:a is null or start_date >= :a) and (:b is null or start_date <= :b)"
+        " and (:s is null or status = :s) order by start_date, id",
+        {"a": date_from, "b": date_to, "s": status}, page_no, 25)
 
 
 @tool
@@ -61,10 +61,10 @@ def list_registrations(env: Env, event_id: str, status: str | None = None, page_
     ev = _event(env, event_id)
     if status is not None and status not in REG_STATUSES:
         raise ToolError(f"status must be one of {', '.join(REG_STATUSES)} (or omitted)")
-    rows = env.query("select id, ticket_type_id, attendee_name, email, company, status, dietary, registered_at, notes"
-                     " from registrations where event_id = :e and (:s is null or status = :s) order by id",
-                     {"e": ev["id"], "s": status})
-    return page(rows, page_no, 50)
+    return env.query_page(
+        "select id, ticket_type_id, attendee_name, email, company, status, dietary, registered_at, notes"
+        " from registrations where event_id = :e and (:s is null or status = :s) order by id",
+        {"e": ev["id"], "s": status}, page_no, 50)
 
 
 @tool

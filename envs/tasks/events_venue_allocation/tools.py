@@ -41,8 +41,7 @@ def list_rooms(env: Env, venue_id: str | None = None, page_no: int = 1) -> dict:
     Returns {"items": [{"id", "venue_id", "name", "floor", "theatre_capacity", "has_av", "step_free", "daily_rate",
     "notes"}], "page", "page_size", "total", "next_page"}."""
     vid = _venue(env, venue_id) if venue_id else None
-    rows = env.query("select * from rooms where (:v is null or venue_id = :v) order by id", {"v": vid})
-    return page(rows, page_no, 25)
+    return env.query_page("select * from rooms where (:v is null or venue_id = :v) order by id", {"v": vid}, page_no, 25)
 
 
 @tool
@@ -52,8 +51,7 @@ def list_clients(env: Env, tier: str | None = None, page_no: int = 1) -> dict:
     "total", "next_page"}."""
     if tier is not None and tier not in ("platinum", "gold", "standard"):
         raise ToolError("tier must be 'platinum', 'gold' or 'standard' (or omitted)")
-    rows = env.query("select * from clients where (:t is null or tier = :t) order by id", {"t": tier})
-    return page(rows, page_no, 50)
+    return env.query_page("select * from clients where (:t is null or tier = :t) order by id", {"t": tier}, page_no, 50)
 
 
 @tool
@@ -69,10 +67,11 @@ def list_booking_requests(env: Env, status: str | None = None, month: str | None
     if month is not None and not re.fullmatch(r"\d{4}-\d{2}", month):
         raise ToolError("month must look like '2024-10'")
     vid = _venue(env, venue_id) if venue_id else None
-    rows = env.query("select * from booking_requests where (:s is null or status = :s)"
-                     " and (:m is null or substr(event_date, 1, 7) = :m) and (:v is null or venue_id = :v)"
-                     " order by id", {"s": status, "m": month, "v": vid})
-    return page(rows, page_no, 25)
+    return env.query_page(
+        "select * from booking_requests where (:s is null or status = :s)"
+        " and (:m is null or substr(event_date, 1, 7) = :m) and (:v is null or venue_id = :v)"
+        " order by id",
+        {"s": status, "m": month, "v": vid}, page_no, 25)
 
 
 @tool
@@ -84,11 +83,12 @@ def list_bookings(env: Env, date_from: str, date_to: str, venue_id: str | None =
     if not (DATE.match(date_from or "") and DATE.match(date_to or "")):
         raise ToolError("date_from and date_to must be dates like '2024-10-01'")
     vid = _venue(env, venue_id) if venue_id else None
-    rows = env.query("select b.id, b.room_id, r.venue_id, b.request_id, b.client_id, b.event_date, b.start_time,"
-                     " b.end_time, b.status, b.title from bookings b join rooms r on r.id = b.room_id"
-                     " where b.event_date between :a and :b and (:v is null or r.venue_id = :v)"
-                     " order by b.event_date, b.room_id, b.start_time, b.id", {"a": date_from, "b": date_to, "v": vid})
-    return page(rows, page_no, 50)
+    return env.query_page(
+        "select b.id, b.room_id, r.venue_id, b.request_id, b.client_id, b.event_date, b.start_time,"
+        " b.end_time, b.status, b.title from bookings b join rooms r on r.id = b.room_id"
+        " where b.event_date between :a and :b and (:v is null or r.venue_id = :v)"
+        " order by b.event_date, b.room_id, b.start_time, b.id",
+        {"a": date_from, "b": date_to, "v": vid}, page_no, 50)
 
 
 @tool

@@ -55,8 +55,9 @@ def list_customers(env: Env, segment: str | None = None, page_no: int = 1) -> di
     Returns {"items": [{"customer_id", "name", "segment", "terms_code", "country", "account_manager",
     "credit_limit", "dunning_level"}], ...paging}."""
     seg = _choice(segment, SEGMENTS, "segment")
-    rows = env.query("select * from customers where (? is null or segment = ?) order by customer_id", (seg, seg))
-    return page(rows, page_no, 50)
+    return env.query_page(
+        "select * from customers where (? is null or segment = ?) order by customer_id",
+        (seg, seg), page_no, 50)
 
 
 @tool
@@ -66,9 +67,10 @@ def list_invoices(env: Env, status: str | None = None, customer_id: str | None =
     Returns {"items": [{"invoice_id", "customer_id", "issued_on", "amount", "currency", "status",
     "po_reference", "description"}], ...paging}."""
     st = _choice(status, INV_STATUS, "status")
-    rows = env.query("select * from invoices where (? is null or status = ?) and (? is null or customer_id = ?) "
-                     "order by invoice_id", (st, st, customer_id, customer_id))
-    return page(rows, page_no, 50)
+    return env.query_page(
+        "select * from invoices where (? is null or status = ?) and (? is null or customer_id = ?) "
+        "order by invoice_id",
+        (st, st, customer_id, customer_id), page_no, 50)
 
 
 @tool
@@ -78,20 +80,19 @@ def list_payments(env: Env, customer_id: str | None = None, invoice_id: str | No
     and/or received on or after `received_from` (YYYY-MM-DD). Each payment is applied to one invoice.
     Returns {"items": [{"payment_id", "customer_id", "invoice_id", "received_on", "amount", "method",
     "bank_reference"}], ...paging}."""
-    rows = env.query(
+    return env.query_page(
         "select * from payments where (? is null or customer_id = ?) and (? is null or invoice_id = ?) "
         "and (? is null or received_on >= ?) order by payment_id",
-        (customer_id, customer_id, invoice_id, invoice_id, received_from, received_from))
-    return page(rows, page_no, 50)
+        (customer_id, customer_id, invoice_id, invoice_id, received_from, received_from), page_no, 50)
 
 
 @tool
 def list_credit_notes(env: Env, invoice_id: str | None = None, page_no: int = 1) -> dict:
     """List credit notes, 50 per page, optionally for one invoice. Returns {"items": [{"credit_note_id",
     "invoice_id", "issued_on", "amount", "reason"}], ...paging}."""
-    rows = env.query("select * from credit_notes where (? is null or invoice_id = ?) order by credit_note_id",
-                     (invoice_id, invoice_id))
-    return page(rows, page_no, 50)
+    return env.query_page(
+        "select * from credit_notes where (? is null or invoice_id = ?) order by credit_note_id",
+        (invoice_id, invoice_id), page_no, 50)
 
 
 @tool
@@ -99,8 +100,9 @@ def list_disputes(env: Env, status: str | None = None, page_no: int = 1) -> dict
     """List invoice disputes, 50 per page, optionally by status ('open', 'resolved').
     Returns {"items": [{"dispute_id", "invoice_id", "opened_on", "status", "category", "note"}], ...paging}."""
     st = _choice(status, ("open", "resolved"), "status")
-    rows = env.query("select * from disputes where (? is null or status = ?) order by dispute_id", (st, st))
-    return page(rows, page_no, 50)
+    return env.query_page(
+        "select * from disputes where (? is null or status = ?) order by dispute_id",
+        (st, st), page_no, 50)
 
 
 @tool
@@ -108,8 +110,9 @@ def list_late_fees(env: Env, period: str | None = None, page_no: int = 1) -> dic
     """List late fees already posted, 50 per page, optionally for one period ('YYYY-MM').
     Returns {"items": [{"fee_id", "invoice_id", "customer_id", "period", "assessed_on", "amount", "status"}],
     ...paging}."""
-    rows = env.query("select * from late_fees where (? is null or period = ?) order by fee_id", (period, period))
-    return page(rows, page_no, 50)
+    return env.query_page(
+        "select * from late_fees where (? is null or period = ?) order by fee_id",
+        (period, period), page_no, 50)
 
 
 @tool

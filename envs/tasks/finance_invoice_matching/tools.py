@@ -78,9 +78,10 @@ def list_invoices(env: Env, status: str | None = None, vendor_id: str | None = N
     "invoice_date", "received_on", "currency", "total_amount", "status", "hold_reason", "decided_on",
     "notes"}], ...paging}."""
     st = _choice(status, INV_STATUS, "status")
-    rows = env.query("select * from invoices where (? is null or status = ?) and (? is null or vendor_id = ?) "
-                     "order by invoice_id", (st, st, vendor_id, vendor_id))
-    return page(rows, page_no, 50)
+    return env.query_page(
+        "select * from invoices where (? is null or status = ?) and (? is null or vendor_id = ?) "
+        "order by invoice_id",
+        (st, st, vendor_id, vendor_id), page_no, 50)
 
 
 @tool
@@ -90,12 +91,12 @@ def list_invoice_lines(env: Env, invoice_id: str | None = None, po_id: str | Non
     po_line_no refers to the PO line being billed. Returns {"items": [{"invoice_id", "line_no", "po_id",
     "po_line_no", "qty", "unit_price", "amount", "invoice_status"}], ...paging}."""
     st = _choice(invoice_status, INV_STATUS, "invoice_status")
-    rows = env.query(
+    return env.query_page(
         "select l.invoice_id, l.line_no, i.po_id, l.po_line_no, l.qty, l.unit_price, l.amount, "
         "i.status as invoice_status from invoice_lines l join invoices i on i.invoice_id = l.invoice_id "
         "where (? is null or l.invoice_id = ?) and (? is null or i.po_id = ?) and (? is null or i.status = ?) "
-        "order by l.invoice_id, l.line_no", (invoice_id, invoice_id, po_id, po_id, st, st))
-    return page(rows, page_no, 50)
+        "order by l.invoice_id, l.line_no",
+        (invoice_id, invoice_id, po_id, po_id, st, st), page_no, 50)
 
 
 @tool
@@ -103,11 +104,11 @@ def list_po_lines(env: Env, po_id: str | None = None, page_no: int = 1) -> dict:
     """List purchase-order lines with their PO header fields, 50 per page, optionally for one PO.
     Returns {"items": [{"po_id", "line_no", "vendor_id", "item_code", "description", "uom",
     "qty_ordered", "unit_price", "currency", "po_status"}], ...paging}."""
-    rows = env.query(
+    return env.query_page(
         "select l.po_id, l.line_no, p.vendor_id, l.item_code, l.description, l.uom, l.qty_ordered, "
         "l.unit_price, p.currency, p.status as po_status from po_lines l join purchase_orders p "
-        "on p.po_id = l.po_id where (? is null or l.po_id = ?) order by l.po_id, l.line_no", (po_id, po_id))
-    return page(rows, page_no, 50)
+        "on p.po_id = l.po_id where (? is null or l.po_id = ?) order by l.po_id, l.line_no",
+        (po_id, po_id), page_no, 50)
 
 
 @tool
@@ -115,8 +116,9 @@ def list_receipts(env: Env, po_id: str | None = None, page_no: int = 1) -> dict:
     """List goods receipts (one row per receipt of one PO line), 50 per page, optionally for one PO.
     Returns {"items": [{"receipt_id", "po_id", "line_no", "qty_received", "received_on", "warehouse",
     "received_by"}], ...paging}."""
-    rows = env.query("select * from receipts where (? is null or po_id = ?) order by receipt_id", (po_id, po_id))
-    return page(rows, page_no, 50)
+    return env.query_page(
+        "select * from receipts where (? is null or po_id = ?) order by receipt_id",
+        (po_id, po_id), page_no, 50)
 
 
 @tool

@@ -69,12 +69,11 @@ def list_employees(env: Env, site_id: str | None = None, role_code: str | None =
     Returns {"items": [{"employee_id", "name", "site_id", "role_code", "hire_date", "employment_status",
     "work_status" ('cleared' or 'restricted'), "manager_id"}], ...paging}."""
     status = _choice(employment_status, EMPLOYMENT, "employment_status")
-    rows = env.query(
+    return env.query_page(
         "select employee_id, first_name || ' ' || last_name as name, site_id, role_code, hire_date, "
         "employment_status, work_status, manager_id from employees where (? is null or site_id = ?) "
         "and (? is null or role_code = ?) and (? is null or employment_status = ?) order by employee_id",
-        (site_id, site_id, role_code, role_code, status, status))
-    return page(rows, page_no, 50)
+        (site_id, site_id, role_code, role_code, status, status), page_no, 50)
 
 
 @tool
@@ -86,10 +85,10 @@ def list_certifications(env: Env, employee_id: str | None = None, cert_code: str
     "expires_on", "issuer", "verified"}], ...paging}."""
     emp = employee_id.strip().upper() if employee_id else None
     code = cert_code.strip().upper() if cert_code else None
-    rows = env.query(
+    return env.query_page(
         "select * from certifications where (? is null or employee_id = ?) and (? is null or cert_code = ?) "
-        "order by cert_id", (emp, emp, code, code))
-    return page(rows, page_no, 50)
+        "order by cert_id",
+        (emp, emp, code, code), page_no, 50)
 
 
 @tool
@@ -106,10 +105,10 @@ def list_training_sessions(env: Env, cert_code: str | None = None, region: str |
         if not match:
             raise ToolError(f"unknown region {region!r}; expected one of: {', '.join(known)}")
         region = match[0]
-    rows = env.query(
+    return env.query_page(
         "select * from training_sessions where (? is null or cert_code = ?) and (? is null or region = ?) "
-        "order by start_date, session_id", (code, code, region, region))
-    return page(rows, page_no, 50)
+        "order by start_date, session_id",
+        (code, code, region, region), page_no, 50)
 
 
 @tool
@@ -120,12 +119,11 @@ def list_enrollments(env: Env, employee_id: str | None = None, status: str | Non
     "cert_code", "employee_id", "enrolled_on", "status"}], ...paging}."""
     status = _choice(status, ENROLLMENT, "status")
     emp = employee_id.strip().upper() if employee_id else None
-    rows = env.query(
+    return env.query_page(
         "select e.enrollment_id, e.session_id, s.cert_code, e.employee_id, e.enrolled_on, e.status "
         "from enrollments e join training_sessions s on s.session_id = e.session_id "
         "where (? is null or e.employee_id = ?) and (? is null or e.status = ?) order by e.enrollment_id",
-        (emp, emp, status, status))
-    return page(rows, page_no, 50)
+        (emp, emp, status, status), page_no, 50)
 
 
 @tool

@@ -69,12 +69,12 @@ def list_employees(env: Env, entity_id: str | None = None, status: str | None = 
     status = _choice(status, STATUSES, "status")
     if entity_id is not None and not env.query("select 1 from entities where entity_id = ?", (entity_id,)):
         raise ToolError(f"unknown entity_id {entity_id!r}; use list_entities")
-    rows = env.query(
+    return env.query_page(
         "select e.employee_id, e.first_name || ' ' || e.last_name as name, e.entity_id, n.country, e.department, "
         "e.job_title, e.hire_date, e.fte, e.status, e.termination_date from employees e "
         "join entities n on n.entity_id = e.entity_id where (? is null or e.entity_id = ?) "
-        "and (? is null or e.status = ?) order by e.employee_id", (entity_id, entity_id, status, status))
-    return page(rows, page_no, 50)
+        "and (? is null or e.status = ?) order by e.employee_id",
+        (entity_id, entity_id, status, status), page_no, 50)
 
 
 @tool
@@ -83,8 +83,7 @@ def list_leave_balances(env: Env, year: int, page_no: int = 1) -> dict:
     opening_days = days carried into that year (negative = overdrawn); forfeited_prev = days forfeited at
     the end of the previous year. Returns {"items": [{"employee_id", "year", "opening_days",
     "forfeited_prev"}], ...paging}."""
-    rows = env.query("select * from leave_balances where year = ? order by employee_id", (_year(year),))
-    return page(rows, page_no, 50)
+    return env.query_page("select * from leave_balances where year = ? order by employee_id", (_year(year),), page_no, 50)
 
 
 @tool
@@ -97,11 +96,10 @@ def list_leave_requests(env: Env, year: int, leave_type: str | None = None, stat
     "status", "submitted_on", "approver", "comment"}], ...paging}."""
     lt = _choice(leave_type, LEAVE_TYPES, "leave_type")
     st = _choice(status, REQ_STATUSES, "status")
-    rows = env.query(
+    return env.query_page(
         "select * from leave_requests where substr(start_date, 1, 4) = ? and (? is null or leave_type = ?) "
         "and (? is null or status = ?) and (? is null or employee_id = ?) order by request_id",
-        (str(_year(year)), lt, lt, st, st, employee_id, employee_id))
-    return page(rows, page_no, 50)
+        (str(_year(year)), lt, lt, st, st, employee_id, employee_id), page_no, 50)
 
 
 @tool
@@ -109,8 +107,9 @@ def list_leave_adjustments(env: Env, year: int, page_no: int = 1) -> dict:
     """Manual annual-leave adjustments for one leave year (bought/sold days, corrections, awards), 50 per page.
     days is signed; approved is 1 or 0. Returns {"items": [{"adjustment_id", "employee_id", "year", "days",
     "kind", "approved", "note"}], ...paging}."""
-    rows = env.query("select * from leave_adjustments where year = ? order by adjustment_id", (_year(year),))
-    return page(rows, page_no, 50)
+    return env.query_page(
+        "select * from leave_adjustments where year = ? order by adjustment_id",
+        (_year(year),), page_no, 50)
 
 
 @tool

@@ -22,11 +22,11 @@ def list_count_sessions(env: Env, warehouse: str | None = None, week: int | None
     'DUS') and ISO week number (e.g. 36). Returns {"items": [{"session_id", "warehouse", "week", "zone",
     "started_at", "shift", "team", "status", "line_count"}], "page", "page_size", "total", "next_page"}."""
     wh = _wh(env, warehouse) if warehouse else None
-    rows = env.query(
+    return env.query_page(
         "select s.*, (select count(*) from count_lines l where l.session_id = s.session_id) as line_count"
         " from count_sessions s where (:w is null or warehouse = :w) and (:k is null or week = :k)"
-        " order by session_id", {"w": wh, "k": week})
-    return page(rows, page_no, 20)
+        " order by session_id",
+        {"w": wh, "k": week}, page_no, 20)
 
 
 @tool
@@ -37,10 +37,10 @@ def list_count_lines(env: Env, session_id: str, status: str | None = None, page_
     "status", "remark"}], "page", "page_size", "total", "next_page"}."""
     if not env.query("select 1 from count_sessions where session_id = ?", (session_id,)):
         raise ToolError(f"unknown session_id {session_id!r}; use list_count_sessions")
-    rows = env.query("select id, bin_code, sku, counted_qty, counted_uom, counted_by, counted_at, status, remark"
-                     " from count_lines where session_id = :s and (:t is null or status = :t) order by id",
-                     {"s": session_id, "t": status})
-    return page(rows, page_no, 50)
+    return env.query_page(
+        "select id, bin_code, sku, counted_qty, counted_uom, counted_by, counted_at, status, remark"
+        " from count_lines where session_id = :s and (:t is null or status = :t) order by id",
+        {"s": session_id, "t": status}, page_no, 50)
 
 
 @tool
@@ -48,8 +48,9 @@ def list_items(env: Env, category: str | None = None, page_no: int = 1) -> dict:
     """List the item master, 50 per page, ordered by SKU, optionally for one category.
     Returns {"items": [{"sku", "description", "category", "uom", "case_qty", "unit_cost", "serial_tracked"}],
     "page", "page_size", "total", "next_page"}. unit_cost is EUR per each; case_qty = eaches per case."""
-    rows = env.query("select * from items where (:c is null or category = :c) order by sku", {"c": category})
-    return page(rows, page_no, 50)
+    return env.query_page(
+        "select * from items where (:c is null or category = :c) order by sku",
+        {"c": category}, page_no, 50)
 
 
 @tool
@@ -60,10 +61,11 @@ def list_bin_stock(env: Env, warehouse: str, zone: str | None = None, page_no: i
     wh = _wh(env, warehouse)
     if zone is not None and zone not in ("A", "B", "C", "D"):
         raise ToolError("zone must be one of 'A', 'B', 'C', 'D' or omitted")
-    rows = env.query("select s.bin_code, s.sku, s.qty, s.last_movement from bin_stock s"
-                     " join bins b on b.bin_code = s.bin_code where b.warehouse = :w and (:z is null or b.zone = :z)"
-                     " order by s.bin_code, s.sku", {"w": wh, "z": zone})
-    return page(rows, page_no, 50)
+    return env.query_page(
+        "select s.bin_code, s.sku, s.qty, s.last_movement from bin_stock s"
+        " join bins b on b.bin_code = s.bin_code where b.warehouse = :w and (:z is null or b.zone = :z)"
+        " order by s.bin_code, s.sku",
+        {"w": wh, "z": zone}, page_no, 50)
 
 
 @tool
@@ -86,10 +88,10 @@ def list_adjustments(env: Env, warehouse: str | None = None, reason_code: str | 
     "value_eur", "reason_code", "count_line_id", "posted_at", "posted_by"}], "page", "page_size", "total",
     "next_page"}."""
     wh = _wh(env, warehouse) if warehouse else None
-    rows = env.query("select * from adjustments where (:w is null or bin_code like :w || '-%')"
-                     " and (:r is null or reason_code = :r) order by posted_at desc, id desc",
-                     {"w": wh, "r": reason_code})
-    return page(rows, page_no, 25)
+    return env.query_page(
+        "select * from adjustments where (:w is null or bin_code like :w || '-%')"
+        " and (:r is null or reason_code = :r) order by posted_at desc, id desc",
+        {"w": wh, "r": reason_code}, page_no, 25)
 
 
 @tool

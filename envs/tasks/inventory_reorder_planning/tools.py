@@ -21,9 +21,10 @@ def list_suppliers(env: Env, page_no: int = 1) -> dict:
     """List suppliers, 25 per page, ordered by code.
     Returns {"items": [{"code", "name", "country", "contact_email", "payment_terms", "account_manager"}],
     "page", "page_size", "total", "next_page"} (next_page is null on the last page)."""
-    rows = env.query("select code, name, country, contact_email, payment_terms, account_manager"
-                     " from suppliers order by code")
-    return page(rows, page_no, 25)
+    return env.query_page(
+        "select code, name, country, contact_email, payment_terms, account_manager"
+        " from suppliers order by code",
+        (), page_no, 25)
 
 
 @tool
@@ -35,11 +36,11 @@ def list_products(env: Env, supplier_code: str | None = None, category: str | No
     "status", "notes"}], "page", "page_size", "total", "next_page"}. unit_cost is in GBP."""
     if status is not None and status not in PRODUCT_STATUSES:
         raise ToolError(f"bad status {status!r}; use one of {', '.join(PRODUCT_STATUSES)} or omit it")
-    rows = env.query(
+    return env.query_page(
         "select sku, name, category, supplier_code, unit_cost, pack_size, abc_class, status, notes from products"
         " where (:s is null or supplier_code = :s) and (:c is null or category = :c) and (:t is null or status = :t)"
-        " order by sku", {"s": supplier_code, "c": category, "t": status})
-    return page(rows, page_no, 50)
+        " order by sku",
+        {"s": supplier_code, "c": category, "t": status}, page_no, 50)
 
 
 @tool
@@ -48,9 +49,10 @@ def list_stock_levels(env: Env, warehouse_code: str, page_no: int = 1) -> dict:
     Returns {"items": [{"sku", "on_hand", "allocated", "avg_weekly_demand", "last_counted"}], "page",
     "page_size", "total", "next_page"}. allocated = units already promised to customer orders."""
     code = _warehouse(env, warehouse_code)
-    rows = env.query("select sku, on_hand, allocated, avg_weekly_demand, last_counted from stock_levels"
-                     " where warehouse_code = ? order by sku", (code,))
-    return page(rows, page_no, 50)
+    return env.query_page(
+        "select sku, on_hand, allocated, avg_weekly_demand, last_counted from stock_levels"
+        " where warehouse_code = ? order by sku",
+        (code,), page_no, 50)
 
 
 @tool
@@ -63,12 +65,12 @@ def list_purchase_orders(env: Env, warehouse_code: str | None = None, status: st
     if status is not None and status not in PO_STATUSES:
         raise ToolError(f"bad status {status!r}; use one of {', '.join(PO_STATUSES)} or omit it")
     code = _warehouse(env, warehouse_code) if warehouse_code else None
-    rows = env.query(
+    return env.query_page(
         "select po_number, supplier_code, warehouse_code, status, created_on, expected_on,"
         " (select count(*) from po_lines l where l.po_id = p.id) as line_count from purchase_orders p"
         " where (:w is null or warehouse_code = :w) and (:s is null or status = :s)"
-        " order by created_on desc, id desc", {"w": code, "s": status})
-    return page(rows, page_no, 25)
+        " order by created_on desc, id desc",
+        {"w": code, "s": status}, page_no, 25)
 
 
 @tool
@@ -93,10 +95,10 @@ def list_stock_movements(env: Env, sku: str, warehouse_code: str | None = None, 
     if not env.query("select 1 from products where sku = ?", (sku,)):
         raise ToolError(f"unknown sku {sku!r}; use list_products to find SKUs")
     code = _warehouse(env, warehouse_code) if warehouse_code else None
-    rows = env.query("select moved_on, warehouse_code, kind, qty, reference from stock_movements"
-                     " where sku = :k and (:w is null or warehouse_code = :w) order by moved_on desc, id desc",
-                     {"k": sku, "w": code})
-    return page(rows, page_no, 25)
+    return env.query_page(
+        "select moved_on, warehouse_code, kind, qty, reference from stock_movements"
+        " where sku = :k and (:w is null or warehouse_code = :w) order by moved_on desc, id desc",
+        {"k": sku, "w": code}, page_no, 25)
 
 
 @tool

@@ -63,11 +63,11 @@ def list_invoices(env: Env, status: str | None = None, billing_period: str | Non
     "total", "next_page"}."""
     if status is not None and status not in INVOICE_STATUSES:
         raise ToolError(f"unknown status {status!r}; expected one of {', '.join(INVOICE_STATUSES)}")
-    rows = env.query("select invoice_id, carrier_id, invoice_no, invoice_date, billing_period, status, amount_total"
-                     " from invoices where (:s is null or status = :s) and (:p is null or billing_period = :p)"
-                     " and (:c is null or carrier_id = :c) order by invoice_id",
-                     {"s": status, "p": billing_period, "c": carrier_id})
-    return page(rows, page_no, 25)
+    return env.query_page(
+        "select invoice_id, carrier_id, invoice_no, invoice_date, billing_period, status, amount_total"
+        " from invoices where (:s is null or status = :s) and (:p is null or billing_period = :p)"
+        " and (:c is null or carrier_id = :c) order by invoice_id",
+        {"s": status, "p": billing_period, "c": carrier_id}, page_no, 25)
 
 
 @tool
@@ -78,9 +78,10 @@ def list_invoice_lines(env: Env, invoice_id: int | None = None, page_no: int = 1
     "quantity", "amount"}], "page", "page_size", "total", "next_page"}."""
     if invoice_id is not None and not env.query("select 1 from invoices where invoice_id = ?", (invoice_id,)):
         raise ToolError(f"no invoice with invoice_id {invoice_id}")
-    rows = env.query("select line_id, invoice_id, shipment_id, charge_type, quantity, amount from invoice_lines"
-                     " where (? is null or invoice_id = ?) order by line_id", (invoice_id, invoice_id))
-    return page(rows, page_no, 50)
+    return env.query_page(
+        "select line_id, invoice_id, shipment_id, charge_type, quantity, amount from invoice_lines"
+        " where (? is null or invoice_id = ?) order by line_id",
+        (invoice_id, invoice_id), page_no, 50)
 
 
 @tool
@@ -94,12 +95,12 @@ def list_shipments(env: Env, ship_date_from: str | None = None, ship_date_to: st
     for name, value in (("ship_date_from", ship_date_from), ("ship_date_to", ship_date_to)):
         if value is not None and not DATE.match(value):
             raise ToolError(f"{name} must be a date YYYY-MM-DD, got {value!r}")
-    rows = env.query("select shipment_id, pro_number, carrier_id, ship_date, dest_city, dest_state, actual_weight_kg,"
-                     " length_cm, width_cm, height_cm, pieces, residential, liftgate_requested, inside_delivery,"
-                     " detention_approved_hours, po_reference from shipments where (:a is null or ship_date >= :a)"
-                     " and (:b is null or ship_date <= :b) and (:c is null or carrier_id = :c) order by shipment_id",
-                     {"a": ship_date_from, "b": ship_date_to, "c": carrier_id})
-    return page(rows, page_no, 50)
+    return env.query_page(
+        "select shipment_id, pro_number, carrier_id, ship_date, dest_city, dest_state, actual_weight_kg,"
+        " length_cm, width_cm, height_cm, pieces, residential, liftgate_requested, inside_delivery,"
+        " detention_approved_hours, po_reference from shipments where (:a is null or ship_date >= :a)"
+        " and (:b is null or ship_date <= :b) and (:c is null or carrier_id = :c) order by shipment_id",
+        {"a": ship_date_from, "b": ship_date_to, "c": carrier_id}, page_no, 50)
 
 
 def _received(env: Env, invoice_id: int) -> dict:

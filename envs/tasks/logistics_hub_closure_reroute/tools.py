@@ -59,11 +59,11 @@ def list_route_stops(env: Env, hub_code: str | None = None, date_from: str | Non
         raise ToolError(f"unknown stop status {status!r}; expected one of {', '.join(STOP_STATUSES)}")
     if hub_code is not None and not env.query("select 1 from hubs where hub_code = ?", (hub_code,)):
         raise ToolError(f"unknown hub_code {hub_code!r}; see list_hubs")
-    rows = env.query("select stop_id, shipment_id, seq, hub_code, planned_date, status, original_hub from route_stops"
-                     " where (:h is null or hub_code = :h) and (:a is null or planned_date >= :a)"
-                     " and (:b is null or planned_date <= :b) and (:s is null or status = :s) order by stop_id",
-                     {"h": hub_code, "a": date_from, "b": date_to, "s": status})
-    return page(rows, page_no, 50)
+    return env.query_page(
+        "select stop_id, shipment_id, seq, hub_code, planned_date, status, original_hub from route_stops"
+        " where (:h is null or hub_code = :h) and (:a is null or planned_date >= :a)"
+        " and (:b is null or planned_date <= :b) and (:s is null or status = :s) order by stop_id",
+        {"h": hub_code, "a": date_from, "b": date_to, "s": status}, page_no, 50)
 
 
 @tool
@@ -97,9 +97,10 @@ def list_shipments(env: Env, status: str | None = None, service_level: str | Non
         raise ToolError(f"unknown status {status!r}; expected one of {', '.join(SHIP_STATUSES)}")
     if service_level is not None and service_level not in LEVELS:
         raise ToolError(f"unknown service_level {service_level!r}; expected one of {', '.join(LEVELS)}")
-    rows = env.query(f"select {SHIP_COLS} from shipments where (:s is null or status = :s)"
-                     " and (:l is null or service_level = :l) order by shipment_id", {"s": status, "l": service_level})
-    return page(rows, page_no, 50)
+    return env.query_page(
+        f"select {SHIP_COLS} from shipments where (:s is null or status = :s)"
+        " and (:l is null or service_level = :l) order by shipment_id",
+        {"s": status, "l": service_level}, page_no, 50)
 
 
 def _live(env: Env, shipment_id: int) -> dict:

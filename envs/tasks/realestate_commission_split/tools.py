@@ -46,9 +46,10 @@ def list_agents(env: Env, office_id: str | None = None, team_id: str | None = No
     (e.g. 'T-02'). Items: agent_id, full_name, office_id, plan_code ('SPLIT-70', 'SPLIT-80', 'FLAT-100'),
     hire_date, team_id (null if not on a team), license_no, status.
     Returns {"items", "page", "page_size", "total", "next_page"}."""
-    rows = env.query("select * from agents where (:o is null or office_id = :o) and (:t is null or team_id = :t)"
-                     " order by agent_id", {"o": office_id, "t": team_id})
-    return page(rows, page_no, 50)
+    return env.query_page(
+        "select * from agents where (:o is null or office_id = :o) and (:t is null or team_id = :t)"
+        " order by agent_id",
+        {"o": office_id, "t": team_id}, page_no, 50)
 
 
 @tool
@@ -63,11 +64,10 @@ def list_transactions(env: Env, close_from: str | None = None, close_to: str | N
     _date(close_to, "close_to")
     if status is not None and status not in TXN_STATUSES:
         raise ToolError(f"status must be one of {', '.join(TXN_STATUSES)}")
-    rows = env.query(
+    return env.query_page(
         "select * from transactions where (:a is null or close_date >= :a) and (:b is null or close_date <= :b)"
         " and (:s is null or status = :s) and (:st is null or settled = :st) order by close_date, txn_id",
-        {"a": close_from, "b": close_to, "s": status, "st": None if settled is None else int(bool(settled))})
-    return page(rows, page_no, 50)
+        {"a": close_from, "b": close_to, "s": status, "st": None if settled is None else int(bool(settled))}, page_no, 50)
 
 
 @tool
@@ -78,12 +78,11 @@ def list_transaction_agents(env: Env, txn_id: str | None = None, close_from: str
     close_date). Items: txn_id, agent_id, share_pct. Returns {"items", "page", "page_size", "total", "next_page"}."""
     _date(close_from, "close_from")
     _date(close_to, "close_to")
-    rows = env.query(
+    return env.query_page(
         "select ta.txn_id, ta.agent_id, ta.share_pct from transaction_agents ta join transactions t using(txn_id)"
         " where (:x is null or ta.txn_id = :x) and (:a is null or t.close_date >= :a)"
         " and (:b is null or t.close_date <= :b) order by ta.txn_id, ta.agent_id",
-        {"x": txn_id, "a": close_from, "b": close_to})
-    return page(rows, page_no, 50)
+        {"x": txn_id, "a": close_from, "b": close_to}, page_no, 50)
 
 
 @tool
@@ -97,11 +96,11 @@ def list_payouts(env: Env, agent_id: str | None = None, kind: str | None = None,
     _date(paid_to, "paid_to")
     if kind is not None and kind not in PAYOUT_KINDS:
         raise ToolError(f"kind must be one of {', '.join(PAYOUT_KINDS)}")
-    rows = env.query(
+    return env.query_page(
         "select * from payouts where (:ag is null or agent_id = :ag) and (:k is null or kind = :k)"
         " and (:a is null or paid_date >= :a) and (:b is null or paid_date <= :b) and (:x is null or txn_id = :x)"
-        " order by payout_id", {"ag": agent_id, "k": kind, "a": paid_from, "b": paid_to, "x": txn_id})
-    return page(rows, page_no, 50)
+        " order by payout_id",
+        {"ag": agent_id, "k": kind, "a": paid_from, "b": paid_to, "x": txn_id}, page_no, 50)
 
 
 @tool

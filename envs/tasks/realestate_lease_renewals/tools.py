@@ -53,9 +53,9 @@ def list_units(env: Env, building_id: str | None = None, page_no: int = 1) -> di
     Returns {"items", "page", "page_size", "total", "next_page"}."""
     if building_id is not None and not env.query("select 1 from buildings where building_id = ?", (building_id,)):
         raise ToolError(f"unknown building_id {building_id!r}; use list_buildings")
-    rows = env.query("select * from units where (:b is null or building_id = :b) order by unit_id",
-                     {"b": building_id})
-    return page(rows, page_no, 50)
+    return env.query_page(
+        "select * from units where (:b is null or building_id = :b) order by unit_id",
+        {"b": building_id}, page_no, 50)
 
 
 @tool
@@ -69,10 +69,10 @@ def list_leases(env: Env, end_from: str | None = None, end_to: str | None = None
     _date(end_to, "end_to")
     if status is not None and status not in LEASE_STATUSES:
         raise ToolError(f"status must be one of {', '.join(LEASE_STATUSES)}")
-    rows = env.query(
+    return env.query_page(
         "select * from leases where (:a is null or end_date >= :a) and (:b is null or end_date <= :b)"
-        " and (:s is null or status = :s) order by end_date, lease_id", {"a": end_from, "b": end_to, "s": status})
-    return page(rows, page_no, 50)
+        " and (:s is null or status = :s) order by end_date, lease_id",
+        {"a": end_from, "b": end_to, "s": status}, page_no, 50)
 
 
 @tool
@@ -84,12 +84,11 @@ def list_payments(env: Env, lease_id: int | None = None, due_from: str | None = 
     paid_date, amount_paid, method. Returns {"items", "page", "page_size", "total", "next_page"}."""
     _date(due_from, "due_from")
     _date(due_to, "due_to")
-    rows = env.query(
+    return env.query_page(
         "select * from payments where (:l is null or lease_id = :l) and (:a is null or due_date >= :a)"
         " and (:b is null or due_date <= :b) and (:late = 0 or paid_date is null or paid_date > due_date)"
         " order by due_date, payment_id",
-        {"l": lease_id, "a": due_from, "b": due_to, "late": 1 if paid_after_due else 0})
-    return page(rows, page_no, 50)
+        {"l": lease_id, "a": due_from, "b": due_to, "late": 1 if paid_after_due else 0}, page_no, 50)
 
 
 @tool
@@ -97,9 +96,9 @@ def list_renewal_offers(env: Env, lease_id: int | None = None, page_no: int = 1)
     """List renewal offers already on file ordered by offer_id, 50 per page; optional filter lease_id.
     Items: offer_id, lease_id, proposed_rent, term_months, offer_date, status, notes.
     Returns {"items", "page", "page_size", "total", "next_page"}."""
-    rows = env.query("select * from renewal_offers where (:l is null or lease_id = :l) order by offer_id",
-                     {"l": lease_id})
-    return page(rows, page_no, 50)
+    return env.query_page(
+        "select * from renewal_offers where (:l is null or lease_id = :l) order by offer_id",
+        {"l": lease_id}, page_no, 50)
 
 
 @tool
@@ -107,9 +106,9 @@ def list_non_renewal_notices(env: Env, lease_id: int | None = None, page_no: int
     """List non-renewal notices on file ordered by notice_id, 50 per page; optional filter lease_id.
     Items: notice_id, lease_id, reason_code, notice_date. Returns {"items", "page", "page_size", "total",
     "next_page"}."""
-    rows = env.query("select * from non_renewal_notices where (:l is null or lease_id = :l) order by notice_id",
-                     {"l": lease_id})
-    return page(rows, page_no, 50)
+    return env.query_page(
+        "select * from non_renewal_notices where (:l is null or lease_id = :l) order by notice_id",
+        {"l": lease_id}, page_no, 50)
 
 
 def _open_lease(env: Env, lease_id: int) -> dict:

@@ -28,9 +28,10 @@ def list_protocols(env: Env, protocol_type: str | None = None, status: str | Non
         raise ToolError("protocol_type must be 'human' or 'animal' (or omitted)")
     if status is not None and status not in ("active", "suspended", "closed", "expired"):
         raise ToolError("status must be 'active', 'suspended', 'closed' or 'expired' (or omitted)")
-    rows = env.query("select * from protocols where (:t is null or type = :t) and (:s is null or status = :s)"
-                     " order by id", {"t": protocol_type, "s": status})
-    return page(rows, page_no, 25)
+    return env.query_page(
+        "select * from protocols where (:t is null or type = :t) and (:s is null or status = :s)"
+        " order by id",
+        {"t": protocol_type, "s": status}, page_no, 25)
 
 
 @tool
@@ -50,10 +51,11 @@ def list_protocol_members(env: Env, protocol_id: str | None = None, status: str 
     and/or by membership status ('active', 'suspended', 'removed'). Returns {"items": [{"protocol_id",
     "researcher_id", "role", "status", "added_on"}], "page", "page_size", "total", "next_page"}."""
     pid = _protocol(env, protocol_id)["id"] if protocol_id else None
-    rows = env.query("select protocol_id, researcher_id, role, status, added_on from protocol_members"
-                     " where (:p is null or protocol_id = :p) and (:s is null or status = :s)"
-                     " order by protocol_id, id", {"p": pid, "s": status})
-    return page(rows, page_no, 50)
+    return env.query_page(
+        "select protocol_id, researcher_id, role, status, added_on from protocol_members"
+        " where (:p is null or protocol_id = :p) and (:s is null or status = :s)"
+        " order by protocol_id, id",
+        {"p": pid, "s": status}, page_no, 50)
 
 
 @tool
@@ -69,9 +71,10 @@ def list_training_records(env: Env, researcher_id: str | None = None, course_cod
     """List training completions, 50 per page, ordered by id, optionally for one researcher and/or one course code
     (e.g. 'HSR-CORE', 'GCP'). Returns {"items": [{"id", "researcher_id", "course_code", "completed_on", "score",
     "provider", "certificate_no"}], "page", "page_size", "total", "next_page"}."""
-    rows = env.query("select * from training_records where (:r is null or researcher_id = :r)"
-                     " and (:c is null or course_code = :c) order by id", {"r": researcher_id, "c": course_code})
-    return page(rows, page_no, 50)
+    return env.query_page(
+        "select * from training_records where (:r is null or researcher_id = :r)"
+        " and (:c is null or course_code = :c) order by id",
+        {"r": researcher_id, "c": course_code}, page_no, 50)
 
 
 @tool

@@ -35,9 +35,10 @@ def list_grants(env: Env, funder_code: str | None = None, status: str | None = N
     """List grants, 25 per page, ordered by id, optionally by funder_code (e.g. 'UKRI') and status ('active',
     'closed', 'suspended'). Returns {"items": [{"id", "funder_ref", "funder_code", "title", "pi_id", "department",
     "start_date", "end_date", "status"}], "page", "page_size", "total", "next_page"}."""
-    rows = env.query("select * from grants where (:f is null or funder_code = :f) and (:s is null or status = :s)"
-                     " order by id", {"f": funder_code, "s": status})
-    return page(rows, page_no, 25)
+    return env.query_page(
+        "select * from grants where (:f is null or funder_code = :f) and (:s is null or status = :s)"
+        " order by id",
+        {"f": funder_code, "s": status}, page_no, 25)
 
 
 @tool
@@ -56,10 +57,11 @@ def list_budget_lines(env: Env, grant_id: str | None = None, page_no: int = 1) -
     Returns {"items": [{"grant_id", "category", "awarded_gbp", "committed_gbp", "remaining_gbp"}], "page",
     "page_size", "total", "next_page"}."""
     gid = _grant(env, grant_id)["id"] if grant_id else None
-    rows = env.query("select grant_id, category, awarded_gbp, committed_gbp, round(awarded_gbp - committed_gbp, 2)"
-                     " as remaining_gbp from budget_lines where (:g is null or grant_id = :g)"
-                     " order by grant_id, category", {"g": gid})
-    return page(rows, page_no, 50)
+    return env.query_page(
+        "select grant_id, category, awarded_gbp, committed_gbp, round(awarded_gbp - committed_gbp, 2)"
+        " as remaining_gbp from budget_lines where (:g is null or grant_id = :g)"
+        " order by grant_id, category",
+        {"g": gid}, page_no, 50)
 
 
 @tool
@@ -71,17 +73,19 @@ def list_expenses(env: Env, status: str | None = None, grant_id: str | None = No
     if status is not None and status not in EXP_STATUSES:
         raise ToolError(f"status must be one of {', '.join(EXP_STATUSES)} (or omitted)")
     gid = _grant(env, grant_id)["id"] if grant_id else None
-    rows = env.query("select * from expenses where (:s is null or status = :s) and (:g is null or grant_id = :g)"
-                     " order by id", {"s": status, "g": gid})
-    return page(rows, page_no, 25)
+    return env.query_page(
+        "select * from expenses where (:s is null or status = :s) and (:g is null or grant_id = :g)"
+        " order by id",
+        {"s": status, "g": gid}, page_no, 25)
 
 
 @tool
 def list_researchers(env: Env, department: str | None = None, page_no: int = 1) -> dict:
     """List researchers, 50 per page, optionally by department. Returns {"items": [{"id", "name", "department",
     "role", "email"}], "page", "page_size", "total", "next_page"}."""
-    rows = env.query("select * from researchers where (:d is null or department = :d) order by id", {"d": department})
-    return page(rows, page_no, 50)
+    return env.query_page(
+        "select * from researchers where (:d is null or department = :d) order by id",
+        {"d": department}, page_no, 50)
 
 
 @tool

@@ -78,11 +78,11 @@ def list_products(env: Env, season: str | None = None, department: str | None = 
         if not match:
             raise ToolError(f"unknown department {department!r}; expected one of: {', '.join(known)}")
         department = match[0]
-    rows = env.query(
+    return env.query_page(
         "select sku, style_name, colour, department, category, season, brand_id, launch_date, original_price, "
         "current_price from products where (? is null or season = ?) and (? is null or department = ?) "
-        "order by sku", (season, season, department, department))
-    return page(rows, page_no, 50)
+        "order by sku",
+        (season, season, department, department), page_no, 50)
 
 
 @tool
@@ -95,12 +95,12 @@ def list_units_sold(env: Env, week_from: str, week_to: str, season: str | None =
     if w1 > w2:
         raise ToolError("week_from must not be after week_to")
     season = _season(env, season)
-    rows = env.query(
+    return env.query_page(
         "select s.sku, sum(s.units) as units, round(sum(s.net_revenue), 2) as net_revenue, "
         "sum(s.units > 0) as weeks_with_sales from weekly_sales s join products p on p.sku = s.sku "
         "where s.week_start between ? and ? and (? is null or p.season = ?) group by s.sku "
-        "having sum(s.units) > 0 order by s.sku", (w1, w2, season, season))
-    return page(rows, page_no, 50)
+        "having sum(s.units) > 0 order by s.sku",
+        (w1, w2, season, season), page_no, 50)
 
 
 @tool
@@ -113,12 +113,11 @@ def list_stock_positions(env: Env, season: str | None = None, location_type: str
     if location_type is not None and location_type.lower() not in ("store", "dc"):
         raise ToolError("location_type must be 'store', 'dc' or omitted (all locations)")
     lt = location_type.lower() if location_type else None
-    rows = env.query(
+    return env.query_page(
         "select s.sku, sum(s.on_hand) as on_hand, count(*) as locations from stock s "
         "join locations l on l.location_id = s.location_id join products p on p.sku = s.sku "
         "where (? is null or l.type = ?) and (? is null or p.season = ?) group by s.sku order by s.sku",
-        (lt, lt, season, season))
-    return page(rows, page_no, 50)
+        (lt, lt, season, season), page_no, 50)
 
 
 @tool
@@ -126,8 +125,9 @@ def list_price_changes(env: Env, sku: str | None = None, page_no: int = 1) -> di
     """Price change history, 50 per page, oldest first, optionally for one SKU.
     Returns {"items": [{"change_id", "sku", "effective_date", "old_price", "new_price", "reason",
     "approved_by"}], ...paging}."""
-    rows = env.query("select * from price_changes where (? is null or sku = ?) order by change_id", (sku, sku))
-    return page(rows, page_no, 50)
+    return env.query_page(
+        "select * from price_changes where (? is null or sku = ?) order by change_id",
+        (sku, sku), page_no, 50)
 
 
 @tool

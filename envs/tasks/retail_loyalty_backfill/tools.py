@@ -66,11 +66,10 @@ def list_members(env: Env, tier: str | None = None, status: str | None = None, p
     "page_size", "total", "next_page"}."""
     tier = _choice(tier, TIERS, "tier")
     status = _choice(status, MEMBER_STATUS, "status")
-    rows = env.query(
+    return env.query_page(
         "select member_id, first_name || ' ' || last_name as name, tier, status, joined_on, home_store "
         "from members where (? is null or tier = ?) and (? is null or status = ?) order by member_id",
-        (tier, tier, status, status))
-    return page(rows, page_no, 50)
+        (tier, tier, status, status), page_no, 50)
 
 
 @tool
@@ -96,13 +95,12 @@ def list_orders(env: Env, date_from: str, date_to: str, status: str | None = Non
     d1, d2 = _day(date_from, "date_from"), _day(date_to, "date_to")
     status = _choice(status, ORDER_STATUS, "status")
     channel = _choice(channel, CHANNELS, "channel")
-    rows = env.query(
+    return env.query_page(
         "select o.order_id, o.member_id, o.store_id, o.channel, o.ordered_at, o.status, "
         "(select count(*) from order_lines l where l.order_id = o.order_id) as line_count from orders o "
         "where substr(o.ordered_at, 1, 10) between ? and ? and (? is null or o.status = ?) "
         "and (? is null or o.channel = ?) order by o.ordered_at, o.order_id",
-        (d1, d2, status, status, channel, channel))
-    return page(rows, page_no, 50)
+        (d1, d2, status, status, channel, channel), page_no, 50)
 
 
 @tool
@@ -118,12 +116,12 @@ def list_order_lines(env: Env, date_from: str, date_to: str, category: str | Non
         if not match:
             raise ToolError(f"unknown category {category!r}; known categories: {', '.join(known)}")
         category = match[0]
-    rows = env.query(
+    return env.query_page(
         "select l.order_id, l.line_no, l.sku, p.name as product, p.category, l.qty, l.unit_price, l.discount "
         "from order_lines l join orders o on o.order_id = l.order_id join products p on p.sku = l.sku "
         "where substr(o.ordered_at, 1, 10) between ? and ? and (? is null or p.category = ?) "
-        "order by o.ordered_at, l.order_id, l.line_no", (d1, d2, category, category))
-    return page(rows, page_no, 50)
+        "order by o.ordered_at, l.order_id, l.line_no",
+        (d1, d2, category, category), page_no, 50)
 
 
 @tool
@@ -132,11 +130,10 @@ def list_ledger(env: Env, member_id: str | None = None, kind: str | None = None,
     ('earn', 'bonus', 'redeem', 'adjustment'). Returns {"items": [{"entry_id", "member_id", "posted_at",
     "points", "kind", "reference", "note"}], ...paging}."""
     kind = _choice(kind, KINDS, "kind")
-    rows = env.query(
+    return env.query_page(
         "select entry_id, member_id, posted_at, points, kind, reference, note from points_ledger "
         "where (? is null or member_id = ?) and (? is null or kind = ?) order by entry_id",
-        (member_id, member_id, kind, kind))
-    return page(rows, page_no, 50)
+        (member_id, member_id, kind, kind), page_no, 50)
 
 
 @tool

@@ -54,9 +54,9 @@ def list_accounts(env: Env, contract_type: str | None = None, page_no: int = 1) 
     primary_contact. Returns {"items", "page", "page_size", "total", "next_page"}."""
     if contract_type is not None and contract_type not in CONTRACTS:
         raise ToolError(f"contract_type must be one of {', '.join(CONTRACTS)}")
-    rows = env.query("select * from accounts where (:c is null or contract_type = :c) order by account_id",
-                     {"c": contract_type})
-    return page(rows, page_no, 50)
+    return env.query_page(
+        "select * from accounts where (:c is null or contract_type = :c) order by account_id",
+        {"c": contract_type}, page_no, 50)
 
 
 @tool
@@ -70,10 +70,10 @@ def list_subscriptions(env: Env, account_id: str | None = None, service: str | N
         raise ToolError(f"service must be one of {', '.join(SERVICES)}")
     if region is not None and region not in REGIONS:
         raise ToolError(f"region must be one of {', '.join(REGIONS)}")
-    rows = env.query("select * from subscriptions where (:a is null or account_id = :a) and"
-                     " (:s is null or service = :s) and (:r is null or region = :r) order by subscription_id",
-                     {"a": account_id, "s": service, "r": region})
-    return page(rows, page_no, 50)
+    return env.query_page(
+        "select * from subscriptions where (:a is null or account_id = :a) and"
+        " (:s is null or service = :s) and (:r is null or region = :r) order by subscription_id",
+        {"a": account_id, "s": service, "r": region}, page_no, 50)
 
 
 @tool
@@ -88,10 +88,11 @@ def list_tickets(env: Env, category: str | None = None, status: str | None = Non
     if status is not None and status not in STATUSES:
         raise ToolError(f"status must be one of {', '.join(STATUSES)}")
     a, b = _bound(created_from, "created_from", False), _bound(created_to, "created_to", True)
-    rows = env.query("select * from tickets where (:c is null or category = :c) and (:s is null or status = :s)"
-                     " and (:a is null or created_at >= :a) and (:b is null or created_at <= :b)"
-                     " order by created_at, ticket_id", {"c": category, "s": status, "a": a, "b": b})
-    return page(rows, page_no, 25)
+    return env.query_page(
+        "select * from tickets where (:c is null or category = :c) and (:s is null or status = :s)"
+        " and (:a is null or created_at >= :a) and (:b is null or created_at <= :b)"
+        " order by created_at, ticket_id",
+        {"c": category, "s": status, "a": a, "b": b}, page_no, 25)
 
 
 @tool
@@ -101,9 +102,10 @@ def list_credits(env: Env, account_id: str | None = None, period: str | None = N
     Returns {"items", "page", "page_size", "total", "next_page"}."""
     if period is not None and not re.fullmatch(r"\d{4}-\d{2}", period):
         raise ToolError("period must look like 'YYYY-MM'")
-    rows = env.query("select * from credits where (:a is null or account_id = :a) and (:p is null or period = :p)"
-                     " order by credit_id", {"a": account_id, "p": period})
-    return page(rows, page_no, 50)
+    return env.query_page(
+        "select * from credits where (:a is null or account_id = :a) and (:p is null or period = :p)"
+        " order by credit_id",
+        {"a": account_id, "p": period}, page_no, 50)
 
 
 def _open_claim(env: Env, ticket_id: int) -> dict:

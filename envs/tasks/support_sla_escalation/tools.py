@@ -58,9 +58,10 @@ def list_customers(env: Env, plan: str | None = None, region: str | None = None,
         raise ToolError(f"plan must be one of {', '.join(PLANS)}")
     if region is not None and region not in REGIONS:
         raise ToolError(f"region must be one of {', '.join(REGIONS)}")
-    rows = env.query("select * from customers where (:p is null or plan = :p) and (:r is null or region = :r)"
-                     " order by customer_id", {"p": plan, "r": region})
-    return page(rows, page_no, 50)
+    return env.query_page(
+        "select * from customers where (:p is null or plan = :p) and (:r is null or region = :r)"
+        " order by customer_id",
+        {"p": plan, "r": region}, page_no, 50)
 
 
 @tool
@@ -76,11 +77,10 @@ def list_tickets(env: Env, created_from: str | None = None, created_to: str | No
         raise ToolError(f"status must be one of {', '.join(STATUSES)}")
     if priority is not None and priority not in PRIORITIES:
         raise ToolError(f"priority must be one of {', '.join(PRIORITIES)}")
-    rows = env.query(
+    return env.query_page(
         "select * from tickets where (:a is null or created_at >= :a) and (:b is null or created_at <= :b)"
         " and (:s is null or status = :s) and (:p is null or priority = :p) order by created_at, ticket_id",
-        {"a": a, "b": b, "s": status, "p": priority})
-    return page(rows, page_no, 50)
+        {"a": a, "b": b, "s": status, "p": priority}, page_no, 50)
 
 
 @tool
@@ -93,11 +93,11 @@ def list_messages(env: Env, ticket_id: int | None = None, author_type: str | Non
     a, b = _bound(created_from, "created_from", False), _bound(created_to, "created_to", True)
     if author_type is not None and author_type not in AUTHOR_TYPES:
         raise ToolError(f"author_type must be one of {', '.join(AUTHOR_TYPES)}")
-    rows = env.query(
+    return env.query_page(
         "select * from ticket_messages where (:t is null or ticket_id = :t) and (:u is null or author_type = :u)"
         " and (:a is null or created_at >= :a) and (:b is null or created_at <= :b)"
-        " order by created_at, message_id", {"t": ticket_id, "u": author_type, "a": a, "b": b})
-    return page(rows, page_no, 50)
+        " order by created_at, message_id",
+        {"t": ticket_id, "u": author_type, "a": a, "b": b}, page_no, 50)
 
 
 @tool
@@ -105,9 +105,9 @@ def list_escalations(env: Env, ticket_id: int | None = None, page_no: int = 1) -
     """List escalations ordered by escalation_id, 50 per page; optional filter ticket_id. Items: escalation_id,
     ticket_id, level ('L1' or 'L2'; L2 is higher), reason, notify, created_at.
     Returns {"items", "page", "page_size", "total", "next_page"}."""
-    rows = env.query("select * from escalations where (:t is null or ticket_id = :t) order by escalation_id",
-                     {"t": ticket_id})
-    return page(rows, page_no, 50)
+    return env.query_page(
+        "select * from escalations where (:t is null or ticket_id = :t) order by escalation_id",
+        {"t": ticket_id}, page_no, 50)
 
 
 @tool

@@ -61,13 +61,12 @@ def list_flights(env: Env, origin: str | None = None, dest: str | None = None, d
     _check_date(date)
     if status is not None and status not in FLIGHT_STATUSES:
         raise ToolError(f"status must be one of {', '.join(FLIGHT_STATUSES)}")
-    rows = env.query(
+    return env.query_page(
         "select flight_id, carrier, flight_no, origin, dest, sched_dep, sched_arr, distance_mi, equipment, status,"
         " cancel_code from flights where (:o is null or origin = :o) and (:d is null or dest = :d)"
         " and (:dt is null or substr(sched_dep, 1, 10) = :dt) and (:c is null or carrier = :c)"
         " and (:s is null or status = :s) order by sched_dep, flight_id",
-        {"o": origin, "d": dest, "dt": date, "c": carrier, "s": status})
-    return page(rows, page_no, 50)
+        {"o": origin, "d": dest, "dt": date, "c": carrier, "s": status}, page_no, 50)
 
 
 @tool
@@ -77,10 +76,10 @@ def list_seat_inventory(env: Env, origin: str, date: str, page_no: int = 1) -> d
     Returns {"items", "page", "page_size", "total", "next_page"}."""
     _check_airport(env, origin, "origin")
     _check_date(date)
-    rows = env.query(
+    return env.query_page(
         "select s.flight_id, s.cabin, s.seats_open from seat_inventory s join flights f using(flight_id)"
-        " where f.origin = ? and substr(f.sched_dep, 1, 10) = ? order by s.flight_id, s.cabin", (origin, date))
-    return page(rows, page_no, 50)
+        " where f.origin = ? and substr(f.sched_dep, 1, 10) = ? order by s.flight_id, s.cabin",
+        (origin, date), page_no, 50)
 
 
 @tool
@@ -92,12 +91,11 @@ def list_bookings(env: Env, flight_id: int | None = None, status: str | None = N
     Returns {"items", "page", "page_size", "total", "next_page"}."""
     if status is not None and status not in BOOKING_STATUSES:
         raise ToolError(f"status must be one of {', '.join(BOOKING_STATUSES)}")
-    rows = env.query(
+    return env.query_page(
         "select booking_ref, traveler_id, flight_id, cabin, fare_usd, booked_at, status, ssr, agent_notes,"
         " original_flight_id from bookings where (:f is null or flight_id = :f) and (:s is null or status = :s)"
         " and (:t is null or traveler_id = :t) order by booking_ref",
-        {"f": flight_id, "s": status, "t": traveler_id})
-    return page(rows, page_no, 25)
+        {"f": flight_id, "s": status, "t": traveler_id}, page_no, 25)
 
 
 @tool
@@ -107,11 +105,10 @@ def list_travelers(env: Env, loyalty_tier: str | None = None, company: str | Non
     company, loyalty_tier, home_airport, notes. Returns {"items", "page", "page_size", "total", "next_page"}."""
     if loyalty_tier is not None and loyalty_tier not in TIERS:
         raise ToolError(f"loyalty_tier must be one of {', '.join(TIERS)}")
-    rows = env.query(
+    return env.query_page(
         "select traveler_id, full_name, email, company, loyalty_tier, home_airport, notes from travelers"
         " where (:t is null or loyalty_tier = :t) and (:c is null or company = :c) order by traveler_id",
-        {"t": loyalty_tier, "c": company})
-    return page(rows, page_no, 50)
+        {"t": loyalty_tier, "c": company}, page_no, 50)
 
 
 def _ticketed_booking(env: Env, booking_ref: str) -> dict:

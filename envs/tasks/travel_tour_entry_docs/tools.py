@@ -79,13 +79,12 @@ def list_tour_bookings(env: Env, tour_code: str | None = None, status: str | Non
         raise ToolError(f"status must be one of {', '.join(BOOKING_STATUSES)}")
     if tour_code is not None and not env.query("select 1 from tours where tour_code = ?", (tour_code,)):
         raise ToolError(f"unknown tour_code {tour_code!r}; use list_tours to find codes")
-    rows = env.query(
+    return env.query_page(
         "select b.booking_id, b.tour_code, b.traveler_id, b.booked_on, b.status, b.doc_status, b.hold_reason,"
         " b.hold_country from tour_bookings b join tours t using(tour_code)"
         " where (:c is null or b.tour_code = :c) and (:s is null or b.status = :s)"
         " and (:a is null or t.depart_date >= :a) and (:z is null or t.depart_date <= :z) order by b.booking_id",
-        {"c": tour_code, "s": status, "a": depart_from, "z": depart_to})
-    return page(rows, page_no, 50)
+        {"c": tour_code, "s": status, "a": depart_from, "z": depart_to}, page_no, 50)
 
 
 @tool
@@ -95,10 +94,10 @@ def list_travelers(env: Env, nationality: str | None = None, page_no: int = 1) -
     email. Returns {"items", "page", "page_size", "total", "next_page"}."""
     if nationality is not None and not re.fullmatch(r"[A-Z]{2}", nationality):
         raise ToolError("nationality must be a 2-letter upper-case country code such as 'US' or 'DE'")
-    rows = env.query(
+    return env.query_page(
         "select traveler_id, full_name, nationality, passport_no, passport_expiry, birth_date, email from travelers"
-        " where (:n is null or nationality = :n) order by traveler_id", {"n": nationality})
-    return page(rows, page_no, 50)
+        " where (:n is null or nationality = :n) order by traveler_id",
+        {"n": nationality}, page_no, 50)
 
 
 @tool
@@ -108,11 +107,10 @@ def list_visas(env: Env, country_code: str | None = None, traveler_id: int | Non
     valid_to, entries, reference. Returns {"items", "page", "page_size", "total", "next_page"}."""
     if country_code is not None and not re.fullmatch(r"[A-Z]{2}", country_code):
         raise ToolError("country_code must be a 2-letter upper-case code such as 'VN'")
-    rows = env.query(
+    return env.query_page(
         "select visa_id, traveler_id, country_code, visa_type, valid_from, valid_to, entries, reference from visas"
         " where (:c is null or country_code = :c) and (:t is null or traveler_id = :t) order by visa_id",
-        {"c": country_code, "t": traveler_id})
-    return page(rows, page_no, 50)
+        {"c": country_code, "t": traveler_id}, page_no, 50)
 
 
 @tool
