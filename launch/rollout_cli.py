@@ -30,6 +30,10 @@ def cmd_build_tiny(args: argparse.Namespace) -> int:
 
 
 async def collect(args: argparse.Namespace) -> int:
+    teacher = args.teacher
+    if teacher != "oracle" and not teacher.startswith("openai:"):  # before loading anything
+        console.print(f"[red]error:[/] --teacher must be 'oracle' or 'openai:MODEL', got {teacher!r}")
+        return 2
     from transformers import AutoTokenizer
 
     from envs.runtime.config import RuntimeConfig
@@ -45,15 +49,11 @@ async def collect(args: argparse.Namespace) -> int:
     tasks = [found[t] for t in args.tasks] if args.tasks else list(found.values())
     scales = args.scales.split(",")
     renderer = ChatRenderer(AutoTokenizer.from_pretrained(args.model or build_tiny()))
-    teacher = args.teacher
     generator = None
     if teacher.startswith("openai:"):
         from rollout.generators.openai_backend import OpenAIGenerator
 
         generator = OpenAIGenerator(teacher.split(":", 1)[1], base_url=args.base_url)
-    elif teacher != "oracle":
-        console.print(f"[red]error:[/] --teacher must be 'oracle' or 'openai:MODEL', got {teacher!r}")
-        return 2
     cache = EnvironmentCache()
     kept = total = 0
     out = Path(args.out)

@@ -4,7 +4,25 @@ from __future__ import annotations
 
 import msgspec
 
-from learner.losses import PolicyLossConfig
+
+class PolicyLossConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """The policy loss by registry name (learner/losses.py) and its knobs; here, without torch, so that
+    reading a run config does not import it."""
+
+    name: str = "gspo"
+    clip_low: float = 3e-4
+    clip_high: float = 4e-4
+    aggregation: str = "seq-mean-token-mean"  # | "token-mean" | "seq-mean-token-sum"
+    adv_eps: float = 1e-6
+    std_normalize: bool = True
+    filter_equal_reward_groups: bool = False
+    #: truncated importance sampling: weight tokens by min(π_old_learner / π_behaviour, cap); 0 = off
+    tis_cap: float = 0.0
+    #: scale of negative advantages (1 = GSPO as published). A tiny model shares most parameters
+    #: between tokens: pushing down a failed sample's plausible code tokens also pushes down the same
+    #: tokens on the correct path (already near p = 1, so the positive samples' gradient is small);
+    #: < 1 keeps the update dominated by what worked. See the notes of configs/local.yaml.
+    negative_advantage_scale: float = 1.0
 
 
 class OptimConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
