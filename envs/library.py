@@ -2,15 +2,21 @@
 
 The task contract is written in envs/TASK_FORMAT.md. Task modules are loaded from their files
 (not imported as packages) so a task folder can live anywhere: the shipped library, a synthesis
-workspace, or an imported Harbor task.
+workspace, or an imported Harbor task. `Task.run_program` runs a program's cells against an
+environment in this process, with the tools as plain calls: for the task's own oracle and wrong
+solutions (validator, context report), or inside the synthesis sandbox's child — never for a model.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
+import io
+import json
 import shutil
 import sys
+import time
 import tomllib
 from pathlib import Path
 from types import ModuleType
@@ -18,11 +24,12 @@ from typing import Any
 
 import msgspec
 
-from envs.taskkit import Env, Scale, VerifyContext, is_tool, scale_named
+from envs.taskkit import Env, Scale, ToolError, VerifyContext, is_tool, scale_named
 
 LIBRARY_DIR = Path(__file__).resolve().parent / "tasks"
 SCALE_NAMES = ("v0", "v1", "v2", "v3")
 REQUIRED_FILES = ("task.toml", "instruction.md", "data.py", "tools.py", "verify.py", "oracle.py")
+CELL_MARKER = "# %%"
 
 
 class TaskLoadError(Exception):
@@ -144,10 +151,70 @@ class Task:
             raise TaskLoadError(f"{self.dir / 'verify.py'}: verify() must return a non-empty dict of criteria")
         return {str(k): bool(v) for k, v in result.items()}
 
+    def run_program(self, root: Path, program: str) -> tuple[str, str, list[dict[str, Any]]]:
+        """Run `program` cell by cell against the environment in `root`, tools as plain calls; returns
+        (final_answer, stdout, call log). Not a sandbox: trusted code, or code already inside one."""
+        env = Env(root)
+        tools = InProcessTools(self, env)
+        ns: dict[str, Any] = {"tools": tools, "ToolError": ToolError, "__name__": "__main__"}
+        out = io.StringIO()
+        try:
+            with contextlib.redirect_stdout(out):
+                for cell in split_cells(program):
+                    exec(compile(cell, "<program>", "exec"), ns)
+        finally:
+            env.close()
+        return str(ns.get("final_answer", "")), out.getvalue(), tools.calls
+
     def fingerprint(self) -> dict[str, str]:
         """Hashes of what must be byte-identical across scales (it is one file set for all scales)."""
         return {n: hashlib.sha256((self.dir / n).read_bytes()).hexdigest()[:16]
                 for n in ("instruction.md", "tools.py", "verify.py")}
+
+
+def split_cells(program: str) -> list[str]:
+    """Split a multi-turn program into cells at lines starting with `# %%`."""
+    cells, current = [], []
+    for line in program.splitlines():
+        if line.strip().startswith(CELL_MARKER):
+            if "".join(current).strip():
+                cells.append("\n".join(current))
+            current = []
+        else:
+            current.append(line)
+    if "".join(current).strip():
+        cells.append("\n".join(current))
+    return cells
+
+
+class InProcessTools(dict):
+    """`tools[name](**kwargs)` over the task's functions, JSON round-tripped and committed (or, when
+    the call raises, rolled back) as the task's MCP server does."""
+
+    def __init__(self, task: Task, env: Env):
+        super().__init__()
+        self.calls: list[dict[str, Any]] = []
+        for name, fn in task.tool_functions().items():
+            self[name] = self._bind(name, fn, env)
+
+    def _bind(self, name: str, fn: Any, env: Env) -> Any:
+        def call(**kwargs: Any) -> Any:
+            kwargs = json.loads(json.dumps(kwargs))
+            t0 = time.perf_counter()
+            try:
+                result = fn(env, **kwargs)
+                env.db.commit()
+            except Exception:
+                env.db.rollback()
+                raise
+            raw = json.dumps(result, default=str)
+            self.calls.append({"tool": name, "args": kwargs, "result_chars": len(raw),
+                               "ms": (time.perf_counter() - t0) * 1000})
+            return json.loads(raw)
+
+        call.__name__ = name
+        call.__doc__ = fn.__doc__
+        return call
 
 
 def load_task(folder: str | Path, required: tuple[str, ...] = REQUIRED_FILES) -> Task:

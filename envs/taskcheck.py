@@ -10,9 +10,7 @@ solutions). `progagent tasks validate` runs the same checks through the real san
 from __future__ import annotations
 
 import argparse
-import contextlib
 import hashlib
-import io
 import json
 import sqlite3
 import sys
@@ -22,69 +20,6 @@ from pathlib import Path
 from typing import Any
 
 from envs.library import SCALE_NAMES, Task, TaskLoadError, get_task, load_task
-from envs.taskkit import Env, ToolError
-
-CELL_MARKER = "# %%"
-
-
-def split_cells(program: str) -> list[str]:
-    """Split a multi-turn program into cells at lines starting with `# %%`."""
-    cells, current = [], []
-    for line in program.splitlines():
-        if line.strip().startswith(CELL_MARKER):
-            if "".join(current).strip():
-                cells.append("\n".join(current))
-            current = []
-        else:
-            current.append(line)
-    if "".join(current).strip():
-        cells.append("\n".join(current))
-    return cells
-
-
-class InProcessTools(dict):
-    """`tools[name](**kwargs)` over the task's functions, JSON round-tripped like an MCP call."""
-
-    def __init__(self, task: Task, env: Env):
-        super().__init__()
-        self.calls: list[dict[str, Any]] = []
-        for name, fn in task.tool_functions().items():
-            self[name] = self._bind(name, fn, env)
-
-    def _bind(self, name: str, fn, env: Env):
-        def call(**kwargs):
-            kwargs = json.loads(json.dumps(kwargs))
-            t0 = time.perf_counter()
-            try:
-                result = fn(env, **kwargs)
-                env.db.commit()
-            except ToolError:
-                env.db.rollback()
-                raise
-            raw = json.dumps(result, default=str)
-            self.calls.append({"tool": name, "args": kwargs, "result_chars": len(raw),
-                               "ms": (time.perf_counter() - t0) * 1000})
-            return json.loads(raw)
-
-        call.__name__ = name
-        call.__doc__ = fn.__doc__
-        return call
-
-
-def run_program_inprocess(task: Task, env_root: Path, program: str) -> tuple[str, str, list[dict]]:
-    """Run a (trusted) program's cells against the environment; return (final_answer, stdout, calls)."""
-    env = Env(env_root)
-    tools = InProcessTools(task, env)
-    ns: dict[str, Any] = {"tools": tools, "ToolError": ToolError, "__name__": "__main__"}
-    out = io.StringIO()
-    try:
-        with contextlib.redirect_stdout(out):
-            for cell in split_cells(program):
-                exec(compile(cell, "<program>", "exec"), ns)
-    finally:
-        env.close()
-    answer = ns.get("final_answer", "")
-    return str(answer), out.getvalue(), tools.calls
 
 
 def tree_digest(root: Path) -> str:
@@ -137,7 +72,7 @@ def check_task(task: Task, scales: tuple[str, ...] = SCALE_NAMES) -> dict[str, A
             task.build(work, scale)
             t0 = time.perf_counter()
             try:
-                answer, stdout, calls = run_program_inprocess(task, work, task.oracle_source)
+                answer, stdout, calls = task.run_program(work, task.oracle_source)
             except Exception as exc:  # noqa: BLE001 - report, do not crash the checker
                 problems.append(f"{scale}: oracle raised {type(exc).__name__}: {exc}")
                 report["scales"][scale] = rep
@@ -153,7 +88,7 @@ def check_task(task: Task, scales: tuple[str, ...] = SCALE_NAMES) -> dict[str, A
             for name, source in wrong.items():
                 task.build(work, scale)
                 try:
-                    w_answer, _, _ = run_program_inprocess(task, work, source)
+                    w_answer, _, _ = task.run_program(work, source)
                 except Exception as exc:  # noqa: BLE001
                     problems.append(f"{scale}: wrong/{name}.py raised {type(exc).__name__}: {exc}")
                     continue

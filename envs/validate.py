@@ -5,10 +5,11 @@ task's MCP server); the verifier fails on the untouched environment with an empt
 every wrong solution in wrong/ at every scale; building twice gives identical bytes; database and
 workspace grow with scale; instruction and tool schemas are identical at every scale.
 
-Wrong solutions of the library's own (trusted) tasks run in process, with the same tool functions
-and the same JSON round trip as the MCP server: they test the verifier, which does not care how the
-state was made, and a sandboxed kernel start per wrong solution was half the library's CPU time.
-Model-written tasks (`trusted=False`, synth/) run them in the sandbox. `validate_parallel` keeps one
+Wrong solutions test the verifier, which does not care how the state was made: they run as plain
+calls to the same tool functions with the MCP server's JSON round trip and commit/rollback
+(`Task.run_program`) — in this process for the library's own tasks, in a bubblewrap child for
+model-written ones (synth/sandbox.py). A sandboxed kernel and task server per wrong solution had
+been half the library's CPU time. `validate_parallel` keeps one
 runtime (and its warm pool) per worker process, and workers pull tasks until none are left.
 """
 
@@ -22,11 +23,11 @@ from typing import Any
 
 import msgspec
 
-from envs.library import SCALE_NAMES, Task
+from envs.library import SCALE_NAMES, Task, copy_environment, split_cells
 from envs.runtime.episode import Runtime
 from envs.runtime.upstream import ToolCallRecord
 from envs.task_env import EnvironmentCache, Verdict, judge, open_task_episode
-from envs.taskcheck import env_stats, split_cells, tree_digest
+from envs.taskcheck import env_stats, tree_digest
 
 READ_ANSWER = ("import json as _json\n"
                "print(_json.dumps(str(final_answer)) if 'final_answer' in globals() else 'null')")
@@ -70,31 +71,27 @@ async def run_solution(runtime: Runtime, task: Task, scale: str, cache: Environm
         await ep.close()
 
 
-def _wrong_in_process(task: Task, scale: str, cache: EnvironmentCache, source: str) -> float:
-    import shutil
+def _wrong_reward(task: Task, scale: str, cache: EnvironmentCache, source: str) -> float:
+    """A wrong solution run by `task.run_program` on a copy of the environment, then judged. A program
+    that raises leaves whatever state it made and an empty answer, as a crashed episode would."""
     import tempfile
     from pathlib import Path
 
-    from envs.library import copy_environment
-    from envs.taskcheck import run_program_inprocess
-
     with tempfile.TemporaryDirectory() as tmp:
-        work = Path(tmp)
+        work = Path(tmp) / "env"
         copy_environment(cache.get(task, scale), work)
         try:
-            answer, _, _ = run_program_inprocess(task, work, source)
-        except Exception:  # noqa: BLE001 - a crashing wrong solution leaves whatever state it made
+            answer, _, _ = task.run_program(work, source)
+        except Exception:  # noqa: BLE001 - its state stays as it left it
             answer = ""
-        reward = judge(task, scale, work, answer, cache).reward
-        shutil.rmtree(work, ignore_errors=True)
-    return reward
+        return judge(task, scale, work, answer, cache).reward
 
 
 async def validate_task(runtime: Runtime, task: Task, cache: EnvironmentCache,
-                        scales: tuple[str, ...] = SCALE_NAMES, trusted: bool = True,
-                        transport: str = "inprocess") -> dict[str, Any]:
-    """`trusted=False` (model-written tasks, synth/): wrong solutions run in the sandbox at every scale.
-    `transport`: how the task's MCP server runs (envs/task_env.py; "sandboxed" for model-written tools.py)."""
+                        scales: tuple[str, ...] = SCALE_NAMES, transport: str = "inprocess") -> dict[str, Any]:
+    """`transport`: how the task's MCP server runs for the oracle (envs/task_env.py; "sandboxed" for
+    model-written tools.py). Wrong solutions run through `task.run_program`: in process for the
+    library's own tasks, in the synthesis sandbox's child for model-written ones (synth/sandbox.py)."""
     report: dict[str, Any] = {"task": task.id, "domain": task.spec.domain, "scales": {}, "problems": []}
     problems: list[str] = report["problems"]
     try:
@@ -130,11 +127,7 @@ async def validate_task(runtime: Runtime, task: Task, cache: EnvironmentCache,
                 failed = [k for k, v in oracle.verdict.criteria.items() if not v]
                 problems.append(f"{scale}: oracle fails {failed or oracle.verdict.error}; errors={oracle.errors[:1]}")
             for name, source in wrong.items():
-                if trusted:
-                    reward = await asyncio.to_thread(_wrong_in_process, task, scale, cache, source)
-                else:
-                    reward = (await run_solution(runtime, task, scale, cache, source, transport)).verdict.reward
-                if reward == 1.0:
+                if await asyncio.to_thread(_wrong_reward, task, scale, cache, source) == 1.0:
                     problems.append(f"{scale}: the verifier passes wrong/{name}.py")
         except Exception as exc:  # noqa: BLE001
             problems.append(f"{scale}: {type(exc).__name__}: {exc}")

@@ -13,10 +13,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from envs.library import Task
+from envs.library import Task, split_cells
 from envs.runtime.episode import Episode, Runtime
 from envs.task_env import EnvironmentCache, judge, open_task_episode
-from envs.taskcheck import split_cells
 from rollout.agent_loop import ChatRenderer, LoopLimits, run_agent
 from rollout.generators.scripted import ScriptedGenerator
 from rollout.harness import Harness

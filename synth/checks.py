@@ -189,6 +189,6 @@ async def audit(runtime: Runtime, task: Task, cache: EnvironmentCache, renderer:
 
 async def validate(runtime: Runtime, task: Task, cache: EnvironmentCache) -> dict[str, Any]:
     """The library validator's report, plus the fingerprint of what must be identical across scales."""
-    report = await validate_task(runtime, task, cache, trusted=False, transport=tool_transport(task))
+    report = await validate_task(runtime, task, cache, transport=tool_transport(task))
     report["fingerprint"] = task.fingerprint()
     return report

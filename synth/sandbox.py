@@ -243,7 +243,7 @@ def _kill(proc: subprocess.Popen, limits: SandboxLimits | None) -> None:
 
 
 class SandboxedTask(Task):
-    """A task whose data.py build, verify() and tool listing run through a CodeRunner; else as a Task.
+    """A task whose data.py build, verify(), tool listing and programs run through a CodeRunner; else as a Task.
 
     tools.py is imported here only when its MCP server is served in this process (the "inprocess"
     transport, `runner.tool_transport` in "process" mode); the "sandboxed" one serves it in bubblewrap."""
@@ -265,6 +265,13 @@ class SandboxedTask(Task):
         self.scale(scale)  # an unknown scale is our error, not the task's
         self.runner.call(self.dir, "build", {"scale": scale}, label=f"build({scale})", rw={"root": root})
         return Env(root)
+
+    def run_program(self, root: Path, program: str) -> tuple[str, str, list[dict[str, Any]]]:
+        """The program against the candidate's tools in the child, `root` its only writable folder
+        (the program's prints and call log stay there: only the final answer comes back)."""
+        result = self.runner.call(self.dir, "run_program", {"program": program}, label="a wrong solution",
+                                  rw={"root": Path(root)})
+        return str(result["answer"]), "", []
 
     def verify(self, final_root: Path, initial_root: Path, answer: str, scale: str) -> dict[str, bool]:
         result = self.runner.call(self.dir, "verify", {"answer": answer or "", "scale": scale}, label="verify()",

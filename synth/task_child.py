@@ -2,7 +2,7 @@
 
     python task_child.py < request.json
 
-The request is {"op": "load" | "build" | "verify", "task_dir": ..., ...}; the reply is one JSON object
+The request is {"op": "load" | "build" | "verify" | "run_program", "task_dir": ..., ...}; the reply is one JSON object
 on the file descriptor that was stdout at start: {"ok": true, "result": ...} or {"ok": false, "type",
 "message", "traceback"} (only the task's own frames, paths relative to its folder). Whatever the
 task's code prints goes to stderr. This file runs as a script (inside bubblewrap next to copies of
@@ -68,6 +68,9 @@ def run(req: dict) -> object:
         return None
     if op == "verify":
         return task.verify(Path(req["final"]), Path(req["initial"]), req["answer"], req["scale"])
+    if op == "run_program":  # a candidate's wrong solution against its tools, on a copy of an environment
+        answer, _, calls = task.run_program(Path(req["root"]), req["program"])
+        return {"answer": answer, "calls": len(calls)}
     raise ValueError(f"unknown operation {op!r}")
 
 

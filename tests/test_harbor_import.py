@@ -14,8 +14,7 @@ import pytest
 from envs.harbor import export_harbor
 from envs.harbor_import import HarborTaskError, load_harbor_task
 from envs.harbor_run import check, harbor_trajectory, read_rewards, verdict_from_rewards, verify
-from envs.library import get_task
-from envs.taskcheck import split_cells
+from envs.library import get_task, split_cells
 from rollout.agent_loop import ChatRenderer, LoopLimits
 from rollout.generators.scripted import ScriptedGenerator
 from rollout.teacher import _AnswerAfterScript, call_text
