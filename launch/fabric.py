@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from typing import Any
 
@@ -101,6 +102,23 @@ class Fabric:
         await self.pool.ready.remote()
         return {"limits": sorted(set(modes)), "generators": self.cfg.fabric.generators,
                 "env_workers": len(self.workers), "judges": len(self.judges)}
+
+    async def close(self) -> None:
+        """Close the env workers' sandboxes, then kill this run's actors (generators and learner ranks
+        too), so a driver that keeps its Ray cluster (a notebook, a test session, a sweep) keeps no
+        idle actors. Dead actors are fine."""
+        import asyncio
+
+        await asyncio.gather(*(w.close.remote() for w in self.workers), return_exceptions=True)
+        handles = [*self.workers, *self.judges, self.buffer, self.learner]
+        try:
+            handles += await self.pool.handles.remote()
+        except ray.exceptions.RayError:
+            pass
+        for handle in (*handles, self.pool):
+            if handle is not None:
+                with contextlib.suppress(ray.exceptions.RayError):
+                    ray.kill(handle)
 
     async def publish(self) -> int:
         version, ref = await self.learner.publish.remote()

@@ -192,20 +192,7 @@ class RolloutRunner:
         return sum(c for c in counts if isinstance(c, int))
 
     async def close(self) -> None:
-        import ray
-
-        f = self.fabric
-        await asyncio.gather(*(w.close.remote() for w in f.workers), return_exceptions=True)
-        handles = [*f.workers, *f.judges]
-        try:
-            handles += await f.pool.handles.remote()
-        except ray.exceptions.RayError:
-            pass
-        for h in [*handles, f.pool]:
-            try:
-                ray.kill(h)
-            except ray.exceptions.RayError:
-                pass
+        await self.fabric.close()
 
 
 async def run_models(cfg: TrainConfig, jobs: list[RolloutJob], cache: RolloutCache,

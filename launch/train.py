@@ -80,6 +80,14 @@ async def train(cfg: TrainConfig, resume: str | None = None, sft_only: bool = Fa
     init_ray(cfg)
     tasks = task_ids(cfg)
     fabric = Fabric(cfg, resolve_model(cfg))
+    try:
+        return await _run(fabric, cfg, tasks, log, out, resume, sft_only)
+    finally:
+        await fabric.close()
+
+
+async def _run(fabric: Fabric, cfg: TrainConfig, tasks: list[str], log: MetricsLog, out: Path, resume: str | None,
+               sft_only: bool) -> Path:
     info = await fabric.ready()
     console.print(f"[bold]fabric ready[/]: {info}; run folder {out}")
     t_start = time.time()

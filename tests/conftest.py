@@ -59,6 +59,15 @@ def pytest_collection_modifyitems(config, items):
     items.sort(key=rank)  # stable: the order inside each file is kept
 
 
+@pytest.fixture(scope="session")
+def ray_session():
+    """One in-process Ray cluster for every test module that runs actors, started on first use: a
+    cluster start is seconds of CPU on 2 cores. Modules kill what they start (or let it idle); the
+    resources are logical, so leftovers do not starve the next module."""
+    with local_ray(8, TOKENIZERS_PARALLELISM="false", OMP_NUM_THREADS="1"):
+        yield
+
+
 @contextmanager
 def local_ray(num_cpus: int, **env_vars: str):
     """A fresh in-process Ray cluster for one test module (never one that happens to run here), its

@@ -22,14 +22,13 @@ from launch.filter import FilterSettings, filter_tasks
 from launch.rollout_cache import RolloutCache, RolloutRecord, rollout_seed
 from launch.rollouts import RolloutRunner, load_sections, outcome_settings
 from rollout.tiny_model import build_tiny
-from tests.conftest import ROOT, local_ray
+from tests.conftest import ROOT
 from tests.test_task_format import write_task
 
 
 @pytest.fixture(scope="module")
-def ray_cluster():
-    with local_ray(8, TOKENIZERS_PARALLELISM="false"):
-        yield
+def ray_cluster(ray_session):
+    yield
 
 
 @pytest.fixture(scope="module")

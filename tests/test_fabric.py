@@ -19,12 +19,19 @@ from tests.test_rollout import TASK, tiny_path  # noqa: F401
 from tests.test_task_format import write_task
 
 
-@pytest.fixture(scope="module")
-def ray_cluster():
-    ray.init(address="local", num_cpus=6, include_dashboard=False, log_to_driver=False,
-             runtime_env={"env_vars": {"HF_HUB_OFFLINE": "1"}})
-    yield
-    ray.shutdown()
+@pytest.fixture
+def ray_cluster(ray_session):
+    """The session's cluster, and a list for the actors a test starts (`track`): they are killed after
+    the test, so they do not idle through the rest of the session."""
+    made: list = []
+    yield made
+    for handle in made:
+        ray.kill(handle)
+
+
+def track(made: list, *handles):
+    made.extend(handles)
+    return handles[0] if len(handles) == 1 else handles
 
 
 WORKER = EnvWorkerConfig(concurrency=2, limits=LoopLimits(max_turns=2, max_new_tokens=48),
@@ -32,7 +39,8 @@ WORKER = EnvWorkerConfig(concurrency=2, limits=LoopLimits(max_turns=2, max_new_t
 
 
 async def test_killed_generator_is_replaced_with_current_weights(ray_cluster, tiny_path):  # noqa: F811
-    pool = GeneratorPool.options(max_concurrency=100).remote(GeneratorSpec(model=str(tiny_path), num_cpus=0.5), 2)
+    pool = track(ray_cluster, GeneratorPool.options(max_concurrency=100).remote(
+        GeneratorSpec(model=str(tiny_path), num_cpus=0.5), 2))
     await pool.ready.remote()
     from transformers import AutoModelForCausalLM
 
@@ -57,8 +65,9 @@ async def test_killed_env_worker_episodes_rerun_none_lost_or_doubled(ray_cluster
     judges = [Judge.options(num_cpus=0).remote()]
     workers = [EnvWorker.options(num_cpus=0.5, max_concurrency=100).remote(WORKER, str(tiny_path), pool, judges)
                for _ in range(2)]
+    track(ray_cluster, pool, *judges, *workers)
     await asyncio.gather(*(w.ready.remote() for w in workers))
-    buffer = TrajectoryBuffer.remote(BufferConfig(group_size=2, max_staleness=5))
+    buffer = track(ray_cluster, TrajectoryBuffer.remote(BufferConfig(group_size=2, max_staleness=5)))
     dispatcher = RolloutDispatcher(workers, buffer, TaskSampler([TASK], {"v0": 1.0}, 0), group_size=2,
                                    groups_per_step=3, max_staleness=0, harness="ptc")
     dispatcher.start()
@@ -78,13 +87,15 @@ async def test_env_workers_added_while_running_take_episodes(ray_cluster, tiny_p
     """Rollout capacity grows without a restart: a worker added mid-run gets new episodes."""
     pool = GeneratorPool.options(max_concurrency=100).remote(GeneratorSpec(model=str(tiny_path), num_cpus=0.5), 1)
     judges = [Judge.options(num_cpus=0).remote()]
+    track(ray_cluster, pool, *judges)
 
     def worker():
-        return EnvWorker.options(num_cpus=0.5, max_concurrency=100).remote(WORKER, str(tiny_path), pool, judges)
+        return track(ray_cluster, EnvWorker.options(num_cpus=0.5, max_concurrency=100).remote(
+            WORKER, str(tiny_path), pool, judges))
 
     first = worker()
     await first.ready.remote()
-    buffer = TrajectoryBuffer.remote(BufferConfig(group_size=2, max_staleness=5))
+    buffer = track(ray_cluster, TrajectoryBuffer.remote(BufferConfig(group_size=2, max_staleness=5)))
     dispatcher = RolloutDispatcher([first], buffer, TaskSampler([TASK], {"v0": 1.0}, 0), group_size=2,
                                    groups_per_step=2, max_staleness=0, harness="ptc")
     dispatcher.start()
@@ -125,6 +136,7 @@ async def test_judge_crash_is_retried_and_verifier_failures_are_recorded(ray_clu
     pool = GeneratorPool.options(max_concurrency=100).remote(GeneratorSpec(model=str(tiny_path), num_cpus=0.5), 1)
     judge = Judge.options(num_cpus=0).remote()
     worker = EnvWorker.options(num_cpus=0.5, max_concurrency=100).remote(WORKER, str(tiny_path), pool, [judge])
+    track(ray_cluster, pool, judge, worker)
     await worker.ready.remote()
     await judge.ping.remote()
     ray.kill(judge, no_restart=False)

@@ -27,7 +27,7 @@ from launch.eval import SweepSettings, sweep
 from launch.rollout_cache import RolloutCache, rollout_seed
 from launch.rollouts import RolloutRunner, load_sections, outcome_settings
 from rollout.tiny_model import build_tiny
-from tests.conftest import ROOT, local_ray
+from tests.conftest import ROOT
 from tests.test_harbor_import import FIXTURE, SOLVE_PTC
 from tests.test_task_format import write_task
 
@@ -37,9 +37,8 @@ CRASHING_TEST_SH = "#!/bin/bash\necho 'checking...'; exit 3\n"
 
 
 @pytest.fixture(scope="module")
-def ray_cluster():
-    with local_ray(4, TOKENIZERS_PARALLELISM="false"):
-        yield
+def ray_cluster(ray_session):
+    yield
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,6 @@ from learner.config import LearnerConfig, OptimConfig, SFTConfig
 from learner.losses import PolicyLossConfig
 from learner.sft import run_sft, sft_samples
 from learner.torch_backend import TorchLearner
-from tests.conftest import local_ray
 from tests.test_learner_torch import groups
 from tests.test_rollout import tiny_path  # noqa: F401
 
@@ -31,9 +30,8 @@ TWO = LearnerPlacement(ranks=2, cpus_per_rank=1, threads=1)
 
 
 @pytest.fixture(scope="module")
-def ray_cluster():
-    with local_ray(4, OMP_NUM_THREADS="1"):
-        yield
+def ray_cluster(ray_session):
+    yield
 
 
 def published(group) -> tuple[int, dict[str, torch.Tensor]]:

@@ -5,8 +5,6 @@ in another process, so nothing of ours is mocked: it takes exactly a live endpoi
 
 import asyncio
 import json
-import shutil
-import tempfile
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -62,11 +60,8 @@ class ReplayServer:
 
 
 @pytest.fixture(scope="module")
-def api_fabric():
+def api_fabric(ray_session):
     """The eval path: RolloutRunner.start turns `openai:NAME` into the pool's openai backend."""
-    temp = tempfile.mkdtemp(dir="/tmp")  # Ray's unix sockets need a short path
-    ray.init(address="local", num_cpus=4, include_dashboard=False, log_to_driver=False, _temp_dir=temp,
-             runtime_env={"env_vars": {"HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}})
     server = ReplayServer()
     cfg = TrainConfig(fabric=FabricConfig(
         generator=GeneratorSpec(base_url=server.url, api_key_env="PROGAGENT_TEST_KEY", num_cpus=0.5),
@@ -76,9 +71,7 @@ def api_fabric():
         yield runner, server
         asyncio.run(runner.close())
     finally:
-        ray.shutdown()
         server.httpd.shutdown()
-        shutil.rmtree(temp, ignore_errors=True)
 
 
 async def test_api_model_episode_on_the_fabric(api_fabric):

@@ -11,7 +11,6 @@ import time
 
 import msgspec
 import pytest
-import ray
 
 from launch.config import ConfigError, load_config
 from tests.conftest import BIN, ROOT
@@ -41,41 +40,38 @@ def test_config_errors_name_the_field(tmp_path):
     assert paper.learner.loss.clip_low == 3e-4 and paper.learner.loss.clip_high == 4e-4
 
 
-async def test_train_checkpoint_and_resume(tmp_path):
+async def test_train_checkpoint_and_resume(tmp_path, ray_session):
     from launch.train import train
 
     cfg = load_config(ROOT / "configs" / "local.yaml",
                       SMALL + [f"run.out_dir={tmp_path}", "train.steps=2", "train.checkpoint_every=1"])
-    try:
-        run = await train(cfg)
-        rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
-        assert [r["step"] for r in rows if r["phase"] == "train"] == [1, 2]
-        assert (run / "report.md").exists() and (run / "plots" / "reward.png").exists()
-        ckpt = run / "checkpoint"
-        saved = msgspec.msgpack.decode((ckpt / "buffer.msgpack").read_bytes())
-        driver = json.loads((ckpt / "driver.json").read_text())
-        assert driver["step"] == 2
-        # nothing lost at the checkpoint: every sample of every submitted, unconsumed group is either
-        # in the buffer or recorded as pending (to be re-run on resume), never both, never neither
-        pending = {(r["group_id"], r["sample_idx"]) for r in driver["dispatcher"]["pending"]}
-        buffered = {(t["group_id"], t["sample_idx"]) for g in saved["pending"].values() for t in g}
-        unconsumed = driver["dispatcher"]["submitted_groups"] - saved["counters"]["groups_out"] \
-            - saved["counters"]["dropped_stale"]
-        assert not pending & buffered and len(pending | buffered) == unconsumed * cfg.buffer.group_size
-        # resume: the learner, buffer and dispatcher come back; training continues at step 3
-        cfg3 = msgspec.structs.replace(cfg, train=msgspec.structs.replace(cfg.train, steps=3, checkpoint_every=0))
-        from launch import train as train_mod
+    run = await train(cfg)
+    rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in rows if r["phase"] == "train"] == [1, 2]
+    assert (run / "report.md").exists() and (run / "plots" / "reward.png").exists()
+    ckpt = run / "checkpoint"
+    saved = msgspec.msgpack.decode((ckpt / "buffer.msgpack").read_bytes())
+    driver = json.loads((ckpt / "driver.json").read_text())
+    assert driver["step"] == 2
+    # nothing lost at the checkpoint: every sample of every submitted, unconsumed group is either
+    # in the buffer or recorded as pending (to be re-run on resume), never both, never neither
+    pending = {(r["group_id"], r["sample_idx"]) for r in driver["dispatcher"]["pending"]}
+    buffered = {(t["group_id"], t["sample_idx"]) for g in saved["pending"].values() for t in g}
+    unconsumed = driver["dispatcher"]["submitted_groups"] - saved["counters"]["groups_out"] \
+        - saved["counters"]["dropped_stale"]
+    assert not pending & buffered and len(pending | buffered) == unconsumed * cfg.buffer.group_size
+    # resume: the learner, buffer and dispatcher come back; training continues at step 3
+    cfg3 = msgspec.structs.replace(cfg, train=msgspec.structs.replace(cfg.train, steps=3, checkpoint_every=0))
+    from launch import train as train_mod
 
-        resumed = await train_mod.train(cfg3, resume=str(ckpt))
-        rows = [json.loads(line) for line in (resumed / "metrics.jsonl").read_text().splitlines()]
-        assert [r["step"] for r in rows if r["phase"] == "train"] == [3]
-        assert rows[-1]["learner_step"] == 3.0
-        train_row = [r for r in rows if r["phase"] == "train"][-1]
-        assert train_row["dispatch/episodes_resubmitted"] == len(pending)
-        restored_counters = saved["counters"]
-        assert restored_counters["groups_out"] == 2
-    finally:
-        ray.shutdown()
+    resumed = await train_mod.train(cfg3, resume=str(ckpt))
+    rows = [json.loads(line) for line in (resumed / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in rows if r["phase"] == "train"] == [3]
+    assert rows[-1]["learner_step"] == 3.0
+    train_row = [r for r in rows if r["phase"] == "train"][-1]
+    assert train_row["dispatch/episodes_resubmitted"] == len(pending)
+    restored_counters = saved["counters"]
+    assert restored_counters["groups_out"] == 2
 
 
 def _free_port() -> int:
@@ -86,12 +82,15 @@ def _free_port() -> int:
 
 @pytest.mark.slow
 def test_ray_job_submit_against_a_head_node(tmp_path):
-    port, dash = _free_port(), _free_port()
+    # the dashboard agent's HTTP port too: its default (52365) is taken by any other cluster on the
+    # machine (the test session's), and the head's job agent then never comes up
+    port, dash, agent = _free_port(), _free_port(), _free_port()
     # as after `source .venv/bin/activate`: the head (and so the job entrypoint) runs the venv's python
     env = dict(os.environ, RAY_AUTH_MODE="token", PATH=f"{BIN}:{os.environ['PATH']}")
     ray_bin = str(BIN / "ray")
     temp = tempfile.mkdtemp(prefix="rj", dir="/tmp")  # short: Ray's Unix socket paths are limited to 107 bytes
-    subprocess.run([ray_bin, "start", "--head", f"--port={port}", f"--dashboard-port={dash}", "--num-cpus=4",
+    subprocess.run([ray_bin, "start", "--head", f"--port={port}", f"--dashboard-port={dash}",
+                    f"--dashboard-agent-listen-port={agent}", "--num-cpus=4",
                     "--disable-usage-stats", f"--temp-dir={temp}"], check=True, env=env,
                    capture_output=True, timeout=120)
     try:
