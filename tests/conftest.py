@@ -2,7 +2,6 @@ import os
 import shutil
 import sys
 import tempfile
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -46,38 +45,45 @@ async def episode(runtime):
     await ep.close()
 
 
-# The longest files first: with `-n 2 --dist loadfile` (scripts/test.sh) a long file started last
-# would leave the other worker idle at the end.
-SLOW_FIRST = ("test_library.py", "test_train_driver.py", "test_synth.py", "test_fabric.py")
+# Order: the longest file first; then every file that uses the shared Ray cluster, back to back, so
+# the cluster starts once and stops as soon as the last of them ends (an idle cluster still costs CPU);
+# then the rest. (With `PROGAGENT_TEST_WORKERS=N` each xdist worker restarts it where it needs it.)
+FIRST = ("test_library.py",)
+RAY_FILES = ("test_train_driver.py", "test_fabric.py", "test_eval_filter.py", "test_harbor_fabric.py",
+             "test_learner_group.py", "test_pool_openai.py")
+THEN = ("test_synth.py",)
+
+
+def _file(item) -> str:
+    return Path(str(item.fspath)).name
 
 
 def pytest_collection_modifyitems(config, items):
-    def rank(item) -> int:
-        name = Path(str(item.fspath)).name
-        return SLOW_FIRST.index(name) if name in SLOW_FIRST else len(SLOW_FIRST)
-
-    items.sort(key=rank)  # stable: the order inside each file is kept
+    order = FIRST + RAY_FILES + THEN
+    items.sort(key=lambda item: order.index(_file(item)) if _file(item) in order else len(order))  # stable
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def ray_session():
-    """One in-process Ray cluster for every test module that runs actors, started on first use: a
-    cluster start is seconds of CPU on 2 cores. Modules kill what they start (or let it idle); the
-    resources are logical, so leftovers do not starve the next module."""
-    with local_ray(8, TOKENIZERS_PARALLELISM="false", OMP_NUM_THREADS="1"):
-        yield
-
-
-@contextmanager
-def local_ray(num_cpus: int, **env_vars: str):
-    """A fresh in-process Ray cluster for one test module (never one that happens to run here), its
-    temp dir short (Ray's Unix socket paths are limited to 107 bytes); shut down afterwards."""
+    """The in-process Ray cluster shared by the RAY_FILES, started by the first module that needs it:
+    a cluster start is seconds of CPU on 2 cores. Modules kill what they start; resources are logical,
+    so leftovers do not starve the next module."""
     import ray
 
-    ray.init(address="local", num_cpus=num_cpus, include_dashboard=False, log_to_driver=False,
-             _temp_dir=tempfile.mkdtemp(prefix="ray", dir="/tmp"),
-             runtime_env={"env_vars": {"HF_HUB_OFFLINE": "1", **env_vars}})
-    try:
-        yield
-    finally:
-        ray.shutdown()
+    if not ray.is_initialized():  # its temp dir short: Ray's Unix socket paths are limited to 107 bytes
+        ray.init(address="local", num_cpus=8, include_dashboard=False, log_to_driver=False,
+                 _temp_dir=tempfile.mkdtemp(prefix="ray", dir="/tmp"),
+                 runtime_env={"env_vars": {"HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
+                                           "OMP_NUM_THREADS": "1"}})
+    yield
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item, nextitem):
+    """After the last test of a run of RAY_FILES (and its module fixtures): stop the shared cluster."""
+    if _file(item) in RAY_FILES and (nextitem is None or _file(nextitem) not in RAY_FILES):
+        import ray
+
+        if ray.is_initialized():
+            ray.shutdown()
+
