@@ -9,14 +9,15 @@ Wrong solutions test the verifier, which does not care how the state was made: t
 calls to the same tool functions with the MCP server's JSON round trip and commit/rollback
 (`Task.run_program`) — in this process for the library's own tasks, in a bubblewrap child for
 model-written ones (synth/sandbox.py). A sandboxed kernel and task server per wrong solution had
-been half the library's CPU time. `validate_parallel` keeps one
-runtime (and its warm pool) per worker process, and workers pull tasks until none are left.
+been half the library's CPU time. `validate_parallel` keeps one runtime (and its warm pool) per
+worker process, and workers pull tasks until none are left.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -71,20 +72,18 @@ async def run_solution(runtime: Runtime, task: Task, scale: str, cache: Environm
         await ep.close()
 
 
-def _wrong_reward(task: Task, scale: str, cache: EnvironmentCache, source: str) -> float:
-    """A wrong solution run by `task.run_program` on a copy of the environment, then judged. A program
-    that raises leaves whatever state it made and an empty answer, as a crashed episode would."""
-    import tempfile
-    from pathlib import Path
-
+def _wrong_run(task: Task, scale: str, cache: EnvironmentCache, source: str) -> tuple[float, str | None]:
+    """(reward, error) of a wrong solution run by `task.run_program` on a copy of the environment. One
+    that raises is an error to report, as `envs.taskcheck` does: it would pass as "rejected" without
+    testing the verifier (and so would a broken runner)."""
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp) / "env"
         copy_environment(cache.get(task, scale), work)
         try:
             answer, _, _ = task.run_program(work, source)
-        except Exception:  # noqa: BLE001 - its state stays as it left it
-            answer = ""
-        return judge(task, scale, work, answer, cache).reward
+        except Exception as exc:  # noqa: BLE001 - reported by the caller
+            return 0.0, f"{type(exc).__name__}: {exc}"
+        return judge(task, scale, work, answer, cache).reward, None
 
 
 async def validate_task(runtime: Runtime, task: Task, cache: EnvironmentCache,
@@ -127,7 +126,10 @@ async def validate_task(runtime: Runtime, task: Task, cache: EnvironmentCache,
                 failed = [k for k, v in oracle.verdict.criteria.items() if not v]
                 problems.append(f"{scale}: oracle fails {failed or oracle.verdict.error}; errors={oracle.errors[:1]}")
             for name, source in wrong.items():
-                if await asyncio.to_thread(_wrong_reward, task, scale, cache, source) == 1.0:
+                reward, error = await asyncio.to_thread(_wrong_run, task, scale, cache, source)
+                if error:
+                    problems.append(f"{scale}: wrong/{name}.py raised {error[:300]} instead of making its mistake")
+                elif reward == 1.0:
                     problems.append(f"{scale}: the verifier passes wrong/{name}.py")
         except Exception as exc:  # noqa: BLE001
             problems.append(f"{scale}: {type(exc).__name__}: {exc}")
@@ -215,6 +217,8 @@ def validate_parallel(tasks: list[Task], processes: int, concurrency: int = 2,
             reports[t.id] = {"task": t.id, "scales": {}, "ok": False,
                              "problems": ["the validation worker died before reporting this task"]}
     return [reports[t.id] for t in tasks]
+
+
 async def validate(tasks: list[Task], concurrency: int = 3, runtime: Runtime | None = None,
                    on_done: Any = None) -> list[dict[str, Any]]:
     cache = EnvironmentCache()

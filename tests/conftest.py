@@ -86,4 +86,3 @@ def pytest_runtest_teardown(item, nextitem):
 
         if ray.is_initialized():
             ray.shutdown()
-
