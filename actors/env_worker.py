@@ -24,6 +24,7 @@ from envs.runtime.episode import Runtime
 from envs.task_env import EnvironmentCache, Verdict, open_task_episode, snapshot_state
 from rollout.agent_loop import ChatRenderer, LoopLimits, run_agent
 from rollout.harness import Harness
+from rollout.tokenizer import load_tokenizer
 from rollout.types import SamplingParams, Trajectory
 
 log = logging.getLogger(__name__)
@@ -55,10 +56,8 @@ class EnvWorkerConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 @ray.remote
 class EnvWorker:
     def __init__(self, cfg: EnvWorkerConfig, tokenizer_path: str, pool: Any, judges: list[Any]):
-        from transformers import AutoTokenizer
-
         self.cfg = cfg
-        self.renderer = ChatRenderer(AutoTokenizer.from_pretrained(resolve_tokenizer(tokenizer_path)))
+        self.renderer = ChatRenderer(load_tokenizer(resolve_tokenizer(tokenizer_path)))
         self.pool = pool
         self.chat_api: bool | None = None  # the pool's, asked once
         self.judges = judges

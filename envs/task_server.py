@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError as SDKToolError
 
 from envs.library import Task, load_task
 from envs.taskkit import Env, ToolError
@@ -43,12 +44,12 @@ def _bind(name: str, fn: Any, env: Env, lock: threading.Lock) -> Any:
                 result = fn(env, **kwargs)
                 env.db.commit()
                 return result
-            except ToolError:
+            except ToolError as exc:  # the SDK returns its ToolError's message as is
                 env.db.rollback()
-                raise
+                raise SDKToolError(str(exc)) from exc
             except Exception as exc:  # noqa: BLE001 - a bug in a tool is an error result, not a crash
                 env.db.rollback()
-                raise ToolError(f"{name} failed: {type(exc).__name__}: {exc}") from exc
+                raise SDKToolError(f"{name} failed: {type(exc).__name__}: {exc}") from exc
 
     del call.__wrapped__  # the schema comes from __signature__, without `env`
     call.__signature__ = sig.replace(parameters=params, return_annotation=hints.get("return", sig.return_annotation))

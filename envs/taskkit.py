@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
-from mcp.server.mcpserver.exceptions import ToolError
 
 __all__ = [
     "SCALES",
@@ -28,6 +27,12 @@ __all__ = [
     "scale_named",
     "tool",
 ]
+
+
+class ToolError(Exception):
+    """A failure the model should read: the tool server returns its message as an error result
+    (envs/task_server.py turns it into the MCP SDK's ToolError; this module does not import the SDK,
+    whose import costs ~0.6 s of CPU in every process that only builds or judges tasks)."""
 
 
 class Scale(msgspec.Struct, frozen=True):

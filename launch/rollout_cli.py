@@ -34,21 +34,20 @@ async def collect(args: argparse.Namespace) -> int:
     if teacher != "oracle" and not teacher.startswith("openai:"):  # before loading anything
         console.print(f"[red]error:[/] --teacher must be 'oracle' or 'openai:MODEL', got {teacher!r}")
         return 2
-    from transformers import AutoTokenizer
-
     from envs.runtime.config import RuntimeConfig
     from envs.runtime.episode import Runtime
     from envs.task_env import EnvironmentCache
     from rollout.agent_loop import ChatRenderer, LoopLimits
     from rollout.teacher import generator_trajectory, oracle_trajectory
     from rollout.tiny_model import build_tiny
+    from rollout.tokenizer import load_tokenizer
 
     found, errors = load_library(args.root)
     for name, err in errors.items():
         console.print(f"[yellow]skipping broken task {name}:[/] {err}")
     tasks = [found[t] for t in args.tasks] if args.tasks else list(found.values())
     scales = args.scales.split(",")
-    renderer = ChatRenderer(AutoTokenizer.from_pretrained(args.model or build_tiny()))
+    renderer = ChatRenderer(load_tokenizer(args.model or build_tiny()))
     generator = None
     if teacher.startswith("openai:"):
         from rollout.generators.openai_backend import OpenAIGenerator

@@ -149,7 +149,7 @@ def project_tokenizer():
     """The project's tokenizer (built on first use and cached on disk)."""
     global _TOKENIZER
     if _TOKENIZER is None:
-        from transformers import AutoTokenizer
+        from rollout.tokenizer import load_tokenizer
 
-        _TOKENIZER = AutoTokenizer.from_pretrained(build_tiny(with_model=False))
+        _TOKENIZER = load_tokenizer(build_tiny(with_model=False))
     return _TOKENIZER

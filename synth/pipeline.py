@@ -332,9 +332,9 @@ class Pipeline:
             from rollout.agent_loop import ChatRenderer
 
             if self.cfg.audit.tokenizer:
-                from transformers import AutoTokenizer
+                from rollout.tokenizer import load_tokenizer
 
-                tok = await asyncio.to_thread(AutoTokenizer.from_pretrained, self.cfg.audit.tokenizer)
+                tok = await asyncio.to_thread(load_tokenizer, self.cfg.audit.tokenizer)
             else:
                 from rollout.tiny_model import project_tokenizer
 

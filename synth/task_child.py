@@ -15,25 +15,7 @@ import json
 import os
 import sys
 import traceback
-import types
 from pathlib import Path
-
-
-def _stub_mcp() -> None:
-    """envs.taskkit takes ToolError from the MCP SDK, whose import costs seconds; the child serves no tools."""
-    if "mcp" in sys.modules:
-        return
-
-    class ToolError(Exception):
-        """Stand-in for mcp.server.mcpserver.exceptions.ToolError (a tool's error the model may see)."""
-
-    names = ("mcp", "mcp.server", "mcp.server.mcpserver", "mcp.server.mcpserver.exceptions")
-    for name in names:
-        module = types.ModuleType(name)
-        module.__path__ = []  # a package, so that the submodule import resolves from sys.modules
-        sys.modules[name] = module
-    ToolError.__module__ = names[-1]
-    sys.modules[names[-1]].ToolError = ToolError  # type: ignore[attr-defined]
 
 
 def _task_traceback(exc: BaseException, prefix: str) -> str:
@@ -54,7 +36,6 @@ def _task_traceback(exc: BaseException, prefix: str) -> str:
 
 
 def run(req: dict) -> object:
-    _stub_mcp()
     from envs.library import load_task
 
     task = load_task(Path(req["task_dir"]))

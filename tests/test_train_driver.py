@@ -1,6 +1,8 @@
-"""The training driver end to end on the tiny model: run folder, checkpoint, resume; and the
-`ray job submit` path against a real `ray start --head` with token authentication."""
+"""The training driver end to end on the tiny model: run folder and checkpoint in process, then the
+resume of that checkpoint through `ray job submit` against a real `ray start --head` with token
+authentication."""
 
+import asyncio
 import contextlib
 import json
 import os
@@ -40,19 +42,26 @@ def test_config_errors_name_the_field(tmp_path):
     assert paper.learner.loss.clip_low == 3e-4 and paper.learner.loss.clip_high == 4e-4
 
 
-async def test_train_checkpoint_and_resume(tmp_path, ray_session):
+@pytest.fixture(scope="module")
+def checkpointed_run(tmp_path_factory, ray_session):
+    """Two steps of training with a checkpoint after each, on the session's cluster: the run that the
+    job-submit test resumes (one training run fewer than checking resume in process too)."""
     from launch.train import train
 
-    cfg = load_config(ROOT / "configs" / "local.yaml",
-                      SMALL + [f"run.out_dir={tmp_path}", "train.steps=2", "train.checkpoint_every=1"])
-    run = await train(cfg)
+    cfg = load_config(ROOT / "configs" / "local.yaml", SMALL + [
+        f"run.out_dir={tmp_path_factory.mktemp('runs')}", "train.steps=2", "train.checkpoint_every=1"])
+    return cfg, asyncio.run(train(cfg))
+
+
+def test_train_writes_run_folder_and_checkpoint(checkpointed_run):
+    cfg, run = checkpointed_run
     rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
     assert [r["step"] for r in rows if r["phase"] == "train"] == [1, 2]
     assert (run / "report.md").exists() and (run / "plots" / "reward.png").exists()
     ckpt = run / "checkpoint"
     saved = msgspec.msgpack.decode((ckpt / "buffer.msgpack").read_bytes())
     driver = json.loads((ckpt / "driver.json").read_text())
-    assert driver["step"] == 2
+    assert driver["step"] == 2 and saved["counters"]["groups_out"] == 2
     # nothing lost at the checkpoint: every sample of every submitted, unconsumed group is either
     # in the buffer or recorded as pending (to be re-run on resume), never both, never neither
     pending = {(r["group_id"], r["sample_idx"]) for r in driver["dispatcher"]["pending"]}
@@ -60,18 +69,6 @@ async def test_train_checkpoint_and_resume(tmp_path, ray_session):
     unconsumed = driver["dispatcher"]["submitted_groups"] - saved["counters"]["groups_out"] \
         - saved["counters"]["dropped_stale"]
     assert not pending & buffered and len(pending | buffered) == unconsumed * cfg.buffer.group_size
-    # resume: the learner, buffer and dispatcher come back; training continues at step 3
-    cfg3 = msgspec.structs.replace(cfg, train=msgspec.structs.replace(cfg.train, steps=3, checkpoint_every=0))
-    from launch import train as train_mod
-
-    resumed = await train_mod.train(cfg3, resume=str(ckpt))
-    rows = [json.loads(line) for line in (resumed / "metrics.jsonl").read_text().splitlines()]
-    assert [r["step"] for r in rows if r["phase"] == "train"] == [3]
-    assert rows[-1]["learner_step"] == 3.0
-    train_row = [r for r in rows if r["phase"] == "train"][-1]
-    assert train_row["dispatch/episodes_resubmitted"] == len(pending)
-    restored_counters = saved["counters"]
-    assert restored_counters["groups_out"] == 2
 
 
 def _free_port() -> int:
@@ -81,7 +78,12 @@ def _free_port() -> int:
 
 
 @pytest.mark.slow
-def test_ray_job_submit_against_a_head_node(tmp_path):
+def test_ray_job_submit_resumes_the_checkpoint_on_a_head_node(checkpointed_run, tmp_path):
+    """`ray job submit` against a real `ray start --head` with token authentication, resuming the
+    checkpoint: the learner, buffer and dispatcher come back and training continues at step 3."""
+    _, run = checkpointed_run
+    ckpt = run / "checkpoint"
+    pending = json.loads((ckpt / "driver.json").read_text())["dispatcher"]["pending"]
     # the dashboard agent's HTTP port too: its default (52365) is taken by any other cluster on the
     # machine (the test session's), and the head's job agent then never comes up
     port, dash, agent = _free_port(), _free_port(), _free_port()
@@ -97,7 +99,8 @@ def test_ray_job_submit_against_a_head_node(tmp_path):
         out = tmp_path / "runs"
         cmd = [ray_bin, "job", "submit", "--address", f"http://127.0.0.1:{dash}", "--working-dir", str(ROOT),
                "--", "python", "-m", "launch.train", "--config", "configs/local.yaml", *SMALL,
-               "train.steps=1", f"run.out_dir={out}", "ray.address=auto"]
+               "train.steps=3", "train.checkpoint_every=0", f"run.out_dir={out}", "ray.address=auto",
+               "--resume", str(ckpt)]
         t0 = time.time()
         for _ in range(20):  # the head's job agent starts after `ray start` returns: Ray says try again
             r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
@@ -107,23 +110,32 @@ def test_ray_job_submit_against_a_head_node(tmp_path):
         assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
         assert "succeeded" in r.stdout.lower(), r.stdout[-2000:]
         runs = list(out.glob("local-*"))
-        assert len(runs) == 1 and (runs[0] / "metrics.jsonl").exists() and time.time() - t0 < 900
+        assert len(runs) == 1 and time.time() - t0 < 900
+        rows = [json.loads(line) for line in (runs[0] / "metrics.jsonl").read_text().splitlines()]
+        train_rows = [r for r in rows if r["phase"] == "train"]
+        assert [r["step"] for r in train_rows] == [3] and rows[-1]["learner_step"] == 3.0
+        assert train_rows[-1]["dispatch/episodes_resubmitted"] == len(pending)
     finally:
-        _stop_cluster(temp)
+        _stop_cluster(temp, port)
 
 
-def _stop_cluster(temp: str) -> None:
+def _stop_cluster(temp: str, port: int) -> None:
     """Stop this head node's processes only (`ray stop` would stop every Ray cluster on the machine,
-    including those of tests running in parallel): each of them names the cluster's temp dir."""
+    including those of tests running in parallel): those that name the cluster's temp dir or its GCS
+    address (the Ray client server), and their children."""
     import psutil
 
-    procs = []
+    found: dict[int, psutil.Process] = {}
     for p in psutil.process_iter(["cmdline"]):
         try:
-            if any(temp in arg for arg in p.info["cmdline"] or ()):
-                procs.append(p)
+            if any(temp in arg or arg.endswith(f":{port}") for arg in p.info["cmdline"] or ()):
+                # with their children: the raylet's agents rename themselves (`ray::DashboardAgent`) and
+                # outlive a killed raylet, busy (a third of a core) for the rest of the session
+                for q in (p, *p.children(recursive=True)):
+                    found[q.pid] = q
         except (psutil.NoSuchProcess, psutil.AccessDenied):
             continue
+    procs = list(found.values())
     for p in procs:
         with contextlib.suppress(psutil.NoSuchProcess):
             p.terminate()
