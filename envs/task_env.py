@@ -25,6 +25,9 @@ Where the task's tools.py runs (`transport`, see `task_upstream`):
   parent. Not there: the host's home (beyond the Python installation), the repository, its task
   libraries, the task's data.py, verify.py, oracle.py and wrong/, other episodes. It costs a process
   start per episode (1-2.5 s on a busy 2-core machine, mostly the MCP SDK's import).
+
+Judging (EnvironmentCache, judge, snapshot/restore) needs none of the runtime: the runtime and the MCP
+SDK are imported where an episode is opened, so a judge process does not pay their import (~1 s).
 """
 
 from __future__ import annotations
@@ -37,15 +40,17 @@ import sys
 import tempfile
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import msgspec
 
 from envs.library import Task, copy_environment
-from envs.runtime.episode import Episode, EpisodeState, Runtime
-from envs.runtime.limits import LimitBackend
 from envs.runtime.sandbox import TASK_CODE, isolation_argv, python_binds, setenv_argv
-from envs.runtime.upstream import LimitedUpstream, Upstream, UpstreamSpec
-from envs.task_server import build_server
+
+if TYPE_CHECKING:
+    from envs.runtime.episode import Episode, EpisodeState, Runtime
+    from envs.runtime.limits import LimitBackend
+    from envs.runtime.upstream import Upstream, UpstreamSpec
 
 TASK_UPSTREAM = "task"
 TRANSPORTS = ("inprocess", "stdio", "sandboxed")
@@ -126,6 +131,9 @@ def task_upstream(task: Task, env_root: Path, transport: str = "inprocess", *, l
     """The task's MCP server over one episode's environment, served by `transport` (module docstring).
 
     "sandboxed" runs inside `limits` (a fresh cgroup/rlimit set per server start) when given."""
+    from envs.runtime.upstream import LimitedUpstream, Upstream, UpstreamSpec
+    from envs.task_server import build_server
+
     if transport == "inprocess":
         return Upstream(UpstreamSpec(TASK_UPSTREAM), server_object=build_server(task, env_root))
     if transport == "stdio":
@@ -158,7 +166,7 @@ async def open_task_episode(runtime: Runtime, task: Task, scale: str, cache: Env
 
 def judge(task: Task, scale: str, state: EpisodeState | Path, answer: str, cache: EnvironmentCache) -> Verdict:
     """Run the verifier outside the sandbox; a crashing verifier is a recorded failure."""
-    final_root = Path(state.env_root) if isinstance(state, EpisodeState) else Path(state)
+    final_root = Path(getattr(state, "env_root", state))
     try:
         criteria = task.verify(final_root, cache.get(task, scale), answer, scale)
     except Exception as exc:  # noqa: BLE001

@@ -39,3 +39,24 @@ def test_tiny_model_is_deterministic_and_loadable(tmp_path):
     ids = tok.encode('tools["list_orders"](page_no=2)', add_special_tokens=False)
     assert tok.decode(ids) == 'tools["list_orders"](page_no=2)' and len(ids) < 20
     assert build_tiny(tmp_path / "a") == a  # cached: a second build reuses it
+
+
+def test_load_tokenizer_is_autotokenizers_choice_without_torch():
+    """Env workers and the CLI load only a tokenizer: the same class, ids and template as AutoTokenizer,
+    without importing torch (AutoTokenizer's config import does: seconds of CPU per process)."""
+    tiny = build_tiny(with_model=False)  # the project tokenizer, cached on disk
+    probe = (
+        "import json, sys\n"
+        "from rollout.tokenizer import load_tokenizer\n"
+        f"tok = load_tokenizer({str(tiny)!r})\n"
+        "msgs = [{'role': 'system', 'content': 's'}, {'role': 'user', 'content': 'h\u00e9llo tools[\"x\"]()'}]\n"
+        "text = tok.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)\n"
+        "print(json.dumps([type(tok).__name__, text, tok.encode(text, add_special_tokens=False),"
+        " tok.eos_token_id, 'torch' in sys.modules]))\n")
+    out = subprocess.run([str(BIN / "python"), "-c", probe], capture_output=True, text=True, check=True)
+    name, text, ids, eos, torch_loaded = json.loads(out.stdout.splitlines()[-1])
+    auto = AutoTokenizer.from_pretrained(tiny)
+    msgs = [{"role": "system", "content": "s"}, {"role": "user", "content": 'h\u00e9llo tools["x"]()'}]
+    assert name == type(auto).__name__ and not torch_loaded
+    assert text == auto.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
+    assert ids == auto.encode(text, add_special_tokens=False) and eos == auto.eos_token_id
