@@ -77,6 +77,7 @@ class Env:
         self.workspace = self.root / "workspace"
         self.readonly = readonly
         self._db: sqlite3.Connection | None = None
+        self._counts: dict[tuple[str, str], tuple[int, int]] = {}  # query_page: (sql, params) -> (changes, count)
 
     @property
     def db(self) -> sqlite3.Connection:
@@ -94,7 +95,13 @@ class Env:
         return self._db
 
     def query(self, sql: str, params: tuple | dict = ()) -> list[dict[str, Any]]:
-        return [dict(r) for r in self.db.execute(sql, params).fetchall()]
+        """Rows as dicts. Fetched as tuples and zipped with the column names: a quarter faster than
+        `dict(sqlite3.Row)`, and verifiers read whole tables at v3."""
+        cur = self.db.cursor()
+        cur.row_factory = None
+        cur.execute(sql, params)
+        cols = [d[0] for d in cur.description or ()]
+        return [dict(zip(cols, row, strict=True)) for row in cur.fetchall()]
 
     def query_page(self, sql: str, params: tuple | dict, page_no: int, page_size: int) -> dict[str, Any]:
         """`page(self.query(sql, params), page_no, page_size)` with the paging done by SQLite.
@@ -105,13 +112,21 @@ class Env:
         if page_no < 1:
             raise ToolError("page must be >= 1")
         start = (page_no - 1) * page_size
-        total = self.db.execute(f"select count(*) from ({sql})", params).fetchone()[0]
-        if isinstance(params, dict):
-            rows = self.db.execute(f"{sql} limit :_page_limit offset :_page_offset",
-                                   {**params, "_page_limit": page_size, "_page_offset": start})
+        # the count is a full scan: kept while this connection (the episode's only writer) changed no
+        # row, so paging through a list counts once, not once per page
+        key, changes = (sql, repr(params)), self.db.total_changes
+        cached = self._counts.get(key)
+        if cached is not None and cached[0] == changes:
+            total = cached[1]
         else:
-            rows = self.db.execute(f"{sql} limit ? offset ?", (*params, page_size, start))
-        return {"items": [dict(r) for r in rows], "page": page_no, "page_size": page_size, "total": total,
+            total = self.db.execute(f"select count(*) from ({sql})", params).fetchone()[0]
+            self._counts[key] = (changes, total)
+        if isinstance(params, dict):
+            items = self.query(f"{sql} limit :_page_limit offset :_page_offset",
+                               {**params, "_page_limit": page_size, "_page_offset": start})
+        else:
+            items = self.query(f"{sql} limit ? offset ?", (*params, page_size, start))
+        return {"items": items, "page": page_no, "page_size": page_size, "total": total,
                 "next_page": page_no + 1 if start + page_size < total else None}
 
     def file(self, relpath: str) -> Path:
@@ -125,6 +140,7 @@ class Env:
         if self._db is not None:
             self._db.close()
             self._db = None
+            self._counts.clear()
 
 
 class VerifyContext(msgspec.Struct):

@@ -15,6 +15,7 @@ from mcp import Client, StdioServerParameters
 
 from envs.library import TaskLoadError, load_library, load_task
 from envs.task_server import build_server
+from envs.taskkit import Env
 
 TOOLS = '''
 from envs.taskkit import Env, ToolError, page, tool
@@ -295,3 +296,28 @@ def _processes_with(marker: str) -> list[int]:
         except OSError:
             pass
     return found
+
+
+def test_query_page_counts_what_the_database_holds_now(tmp_path):
+    """`Env.query_page` keeps a list's count while the connection changed no row: a write, even one
+    rolled back, and the next page counts again."""
+    (tmp_path / "workspace").mkdir()
+    env = Env(tmp_path)
+    env.db.execute("create table t (id integer primary key, k text)")
+    env.db.executemany("insert into t (k) values (?)", [("a",)] * 5 + [("b",)] * 3)
+    env.db.commit()
+    sql = "select * from t where k = ? order by id"
+    first = env.query_page(sql, ("a",), 1, 2)
+    assert first["total"] == 5 and [r["id"] for r in first["items"]] == [1, 2] and first["next_page"] == 2
+    assert env.query_page(sql, ("b",), 1, 2)["total"] == 3  # other parameters, their own count
+    env.db.execute("insert into t (k) values ('a')")
+    env.db.commit()
+    assert env.query_page(sql, ("a",), 3, 2) == {"items": [{"id": 5, "k": "a"}, {"id": 9, "k": "a"}], "page": 3,
+                                                 "page_size": 2, "total": 6, "next_page": None}
+    env.db.execute("delete from t where k = 'a'")
+    env.db.rollback()
+    env.db.execute("delete from t where id = 9")
+    env.db.commit()
+    assert env.query_page(sql, ("a",), 1, 10)["total"] == 5
+    assert env.query("select count(*) as n, max(id) as top from t") == [{"n": 8, "top": 8}]
+    env.close()
