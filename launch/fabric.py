@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 from typing import Any
@@ -107,8 +108,6 @@ class Fabric:
         """Close the env workers' sandboxes, then kill this run's actors (generators and learner ranks
         too), so a driver that keeps its Ray cluster (a notebook, a test session, a sweep) keeps no
         idle actors. Dead actors are fine."""
-        import asyncio
-
         await asyncio.gather(*(w.close.remote() for w in self.workers), return_exceptions=True)
         handles = [*self.workers, *self.judges, self.buffer, self.learner]
         try:

@@ -27,11 +27,6 @@ from tests.test_task_format import write_task
 
 
 @pytest.fixture(scope="module")
-def ray_cluster(ray_session):
-    yield
-
-
-@pytest.fixture(scope="module")
 def tiny():
     return str(build_tiny())
 
@@ -65,7 +60,7 @@ def fabric_overrides(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def runner(ray_cluster, tiny, fabric_overrides):
+def runner(ray_session, tiny, fabric_overrides):
     cfg, _ = load_sections(ROOT / "configs" / "local.yaml", fabric_overrides, "sweep", SweepSettings)
     started = asyncio.run(RolloutRunner.start(cfg, tiny))
     yield started

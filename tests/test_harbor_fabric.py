@@ -37,11 +37,6 @@ CRASHING_TEST_SH = "#!/bin/bash\necho 'checking...'; exit 3\n"
 
 
 @pytest.fixture(scope="module")
-def ray_cluster(ray_session):
-    yield
-
-
-@pytest.fixture(scope="module")
 def tiny():
     return str(build_tiny())
 
@@ -77,7 +72,7 @@ def overrides():
 
 
 @pytest.fixture(scope="module")
-def runner(ray_cluster, tiny, overrides):
+def runner(ray_session, tiny, overrides):
     cfg, _ = load_sections(CONFIG, overrides, "sweep", SweepSettings)
     started = asyncio.run(RolloutRunner.start(cfg, tiny))
     yield started

@@ -29,11 +29,6 @@ ROOT = Path(__file__).resolve().parents[1]
 TWO = LearnerPlacement(ranks=2, cpus_per_rank=1, threads=1)
 
 
-@pytest.fixture(scope="module")
-def ray_cluster(ray_session):
-    yield
-
-
 def published(group) -> tuple[int, dict[str, torch.Tensor]]:
     version, [ref] = ray.get(group.publish.remote())
     return version, ray.get(ref)
@@ -46,7 +41,7 @@ def assert_close(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor], atol: f
     assert worst <= atol, worst
 
 
-def test_two_ranks_step_as_one_learner_and_resume(ray_cluster, tiny_path, tmp_path):  # noqa: F811
+def test_two_ranks_step_as_one_learner_and_resume(ray_session, tiny_path, tmp_path):  # noqa: F811
     torch.set_num_threads(1)
     group = LearnerGroup.options(num_cpus=0).remote(str(tiny_path), CFG, TWO)
     pg = ray.get(group.placement_group.remote())
@@ -102,7 +97,7 @@ def test_two_ranks_step_as_one_learner_and_resume(ray_cluster, tiny_path, tmp_pa
 
 
 @pytest.mark.megatron
-def test_megatron_data_parallel_group_steps_as_one_torch_learner(ray_cluster, tiny_path):  # noqa: F811
+def test_megatron_data_parallel_group_steps_as_one_torch_learner(ray_session, tiny_path):  # noqa: F811
     """Megatron ranks as the group's actors: its parallel state over the group's gloo world (DP 2);
     every rank gets all groups and takes its share of the rows."""
     pytest.importorskip("megatron.core")
