@@ -14,17 +14,20 @@ Where the task's tools.py runs (`transport`, see `task_upstream`):
 - "inprocess" (default; the library's own, trusted tasks): in this process, the SDK's in-memory
   transport, no process start per episode;
 - "stdio": `python -m envs.task_server` as a plain child process (no isolation);
-- "sandboxed" (model-written tasks, synth/): that stdio server inside bubblewrap, under the runtime's
-  memory and process limits (`open_task_episode`; with cgroups its own cgroup, emptied when the
-  episode closes, so threads and processes a tool started end with it). It sees /usr, the Python
-  installation (read-only, task library folders under it hidden), the four envs/ modules it
-  imports (envs/__init__, library, taskkit, task_server; read-only, /opt/progagent), of the task
-  folder only task.toml and tools.py (read-only, /task/<id>/), the episode's environment
-  (db.sqlite + workspace/, read-write, /env) and a private /tmp; every namespace unshared (no
-  network but its own `lo`), no capabilities, a cleared environment, a new session, killed with its
-  parent. Not there: the host's home (beyond the Python installation), the repository, its task
-  libraries, the task's data.py, verify.py, oracle.py and wrong/, other episodes. It costs a process
-  start per episode (1-2.5 s on a busy 2-core machine, mostly the MCP SDK's import).
+- "sandboxed" (model-written tasks, synth/): tools.py runs in `python -m envs.tool_host` inside
+  bubblewrap, under the runtime's memory and process limits (`open_task_episode`; with cgroups its
+  own cgroup, emptied when the episode closes, so threads and processes a tool started end with
+  it); the MCP server is in this process and forwards each call to it (envs/hosted_tools.py). The
+  host imports no MCP SDK: a start is ~0.3 s of CPU where an SDK server in the sandbox was 1-2.5 s
+  (the SDK server, `envs.task_server`, is still what serves a tools.py whose signatures the host's
+  protocol cannot describe). It sees /usr, the Python installation (read-only, task library
+  folders under it hidden), the five envs/ modules it imports (envs/__init__, library, taskkit,
+  task_server, tool_host; read-only, /opt/progagent), of the task folder only task.toml and tools.py
+  (read-only, /task/<id>/), the episode's environment (db.sqlite + workspace/, read-write, /env) and
+  a private /tmp; every namespace unshared (no network but its own `lo`), no capabilities, a
+  cleared environment, a new session, killed with its parent. Not there: the host's home (beyond
+  the Python installation), the repository, its task libraries, the task's data.py, verify.py,
+  oracle.py and wrong/, other episodes.
 
 Judging (EnvironmentCache, judge, snapshot/restore) needs none of the runtime: the runtime and the MCP
 SDK are imported where an episode is opened, so a judge process does not pay their import (~1 s).
@@ -55,7 +58,8 @@ if TYPE_CHECKING:
 TASK_UPSTREAM = "task"
 TRANSPORTS = ("inprocess", "stdio", "sandboxed")
 #: what the sandboxed task server imports from the repository (bound file by file, read-only)
-SERVER_CODE = {**TASK_CODE, "envs/task_server.py": Path(__file__).resolve().with_name("task_server.py")}
+SERVER_CODE = {**TASK_CODE, **{f"envs/{n}": Path(__file__).resolve().with_name(n)
+                               for n in ("task_server.py", "tool_host.py")}}
 #: the task files the server loads (envs.task_server.main); nothing else of the task folder is bound
 SERVED_FILES = ("task.toml", "tools.py")
 IN_CODE = "/opt/progagent"
@@ -110,8 +114,9 @@ class EnvironmentCache:
             shutil.rmtree(self._tmp, ignore_errors=True)
 
 
-def sandboxed_server_argv(task: Task, env_root: Path) -> list[str]:
-    """`python -m envs.task_server` for `task` over `env_root`, inside bubblewrap (module docstring)."""
+def sandboxed_server_argv(task: Task, env_root: Path, module: str = "envs.task_server") -> list[str]:
+    """`python -m envs.task_server` (or `module`: envs.tool_host) for `task` over `env_root`, inside
+    bubblewrap (module docstring)."""
     folder = Path(task.dir).resolve()
     task_dir = f"{IN_TASK}/{folder.name}"  # the folder keeps its name: load_task checks it against the id
     argv = isolation_argv(bwrap=shutil.which("bwrap") or "bwrap") + python_binds()
@@ -123,7 +128,7 @@ def sandboxed_server_argv(task: Task, env_root: Path) -> list[str]:
     argv += setenv_argv({"HOME": "/tmp", "PATH": f"{Path(sys.prefix) / 'bin'}:/usr/local/bin:/usr/bin:/bin",
                          "LANG": "C.UTF-8", "PYTHONPATH": IN_CODE, "PYTHONDONTWRITEBYTECODE": "1",
                          "PYTHONUNBUFFERED": "1", "USER": "sandbox"})
-    return argv + ["--", sys.executable, "-m", "envs.task_server", "--task", task_dir, "--root", IN_ENV]
+    return argv + ["--", sys.executable, "-m", module, "--task", task_dir, "--root", IN_ENV]
 
 
 def task_upstream(task: Task, env_root: Path, transport: str = "inprocess", *, limits: LimitBackend | None = None,
@@ -131,7 +136,7 @@ def task_upstream(task: Task, env_root: Path, transport: str = "inprocess", *, l
     """The task's MCP server over one episode's environment, served by `transport` (module docstring).
 
     "sandboxed" runs inside `limits` (a fresh cgroup/rlimit set per server start) when given."""
-    from envs.runtime.upstream import LimitedUpstream, Upstream, UpstreamSpec
+    from envs.runtime.upstream import Upstream, UpstreamSpec
     from envs.task_server import build_server
 
     if transport == "inprocess":
@@ -140,8 +145,10 @@ def task_upstream(task: Task, env_root: Path, transport: str = "inprocess", *, l
         return UpstreamSpec(TASK_UPSTREAM, [sys.executable, "-m", "envs.task_server", "--task", str(task.dir),
                                             "--root", str(env_root)])
     if transport == "sandboxed":
-        spec = UpstreamSpec(TASK_UPSTREAM, sandboxed_server_argv(task, env_root))
-        return LimitedUpstream(spec, limits, errlog=errlog) if limits is not None else spec
+        from envs.hosted_tools import HostedTaskTools
+
+        return HostedTaskTools(TASK_UPSTREAM, sandboxed_server_argv(task, env_root, "envs.tool_host"),
+                               sandboxed_server_argv(task, env_root), limits=limits, errlog=errlog)
     raise ValueError(f"unknown task server transport {transport!r}; expected one of {', '.join(TRANSPORTS)}")
 
 

@@ -16,8 +16,8 @@ bubblewrap where it is usable (synth/sandbox.py: no network, the candidate folde
 the output folder writable, no host home, repository or other tasks); a timeout or crash is a
 problem for the repair prompt. Programs (oracle, wrong solutions, the solver's) run in the
 runtime's sandboxed kernels. tools.py is served by the task's MCP server with the runner's
-`tool_transport` (envs/task_env.py): with bubblewrap "sandboxed", a stdio server per episode in its
-own bubblewrap sandbox (no network; of the task only task.toml and tools.py, plus the episode's
+`tool_transport` (envs/task_env.py): with bubblewrap "sandboxed", a tool host per episode
+(envs/tool_host.py) in its own bubblewrap sandbox (no network; of the task only task.toml and tools.py, plus the episode's
 environment; no host home, repository or other tasks; the runtime's memory/process limits; killed
 with everything it started when the episode closes), so a tool that reads host files or the network
 fails as a tool error, and one that never returns is stopped with its episode (a call gives up after

@@ -32,7 +32,9 @@ def time_upstream() -> UpstreamSpec:
 
 @pytest.fixture
 async def runtime():
-    rt = Runtime(RuntimeConfig(warm_pool=1, program_timeout_s=20, interrupt_grace_s=3))
+    # no warm pool: most tests open one episode, and a kernel started ahead would go unused
+    # (test_runtime_programs.py tests the pool itself)
+    rt = Runtime(RuntimeConfig(warm_pool=0, program_timeout_s=20, interrupt_grace_s=3))
     await rt.start()
     yield rt
     await rt.close()

@@ -29,6 +29,16 @@ def ray_cluster(ray_session):
         ray.kill(handle)
 
 
+@pytest.fixture(scope="module")
+def pool(ray_session, tiny_path):  # noqa: F811
+    """One generator pool (two generators) for the file: a pool start is a model load per generator,
+    seconds of CPU each. The killed-generator test runs last: it changes the pool's weights."""
+    handle = GeneratorPool.options(max_concurrency=100).remote(GeneratorSpec(model=str(tiny_path), num_cpus=0.5), 2)
+    ray.get(handle.ready.remote())
+    yield handle
+    ray.kill(handle)
+
+
 def track(made: list, *handles):
     made.extend(handles)
     return handles[0] if len(handles) == 1 else handles
@@ -38,34 +48,11 @@ WORKER = EnvWorkerConfig(concurrency=2, limits=LoopLimits(max_turns=2, max_new_t
                          sampling=SamplingParams(temperature=1.0), runtime=RuntimeConfig(warm_pool=1))
 
 
-async def test_killed_generator_is_replaced_with_current_weights(ray_cluster, tiny_path):  # noqa: F811
-    pool = track(ray_cluster, GeneratorPool.options(max_concurrency=100).remote(
-        GeneratorSpec(model=str(tiny_path), num_cpus=0.5), 2))
-    await pool.ready.remote()
-    from transformers import AutoModelForCausalLM
-
-    weights = {k: v * 0.5 for k, v in AutoModelForCausalLM.from_pretrained(tiny_path).state_dict().items()}
-    await pool.load_weights.remote(3, [ray.put(weights)])
-    handles = await pool.handles.remote()
-    ray.kill(handles[0])
-    outs = await asyncio.gather(*(pool.generate.remote(list(range(10, 40)), SamplingParams(max_new_tokens=4, seed=i))
-                                  for i in range(6)))
-    assert all(len(o.token_ids) >= 1 and o.policy_version == 3 for o in outs)
-    for _ in range(100):
-        stats = await pool.stats.remote()
-        if stats["restarts"] == 1 and all(s is not None for s in (await pool.health.remote())["versions"]):
-            break
-        await asyncio.sleep(0.2)
-    assert stats["restarts"] == 1
-    assert (await pool.health.remote())["versions"] == [3, 3]  # the replacement came back with v3
-
-
-async def test_killed_env_worker_episodes_rerun_none_lost_or_doubled(ray_cluster, tiny_path):  # noqa: F811
-    pool = GeneratorPool.options(max_concurrency=100).remote(GeneratorSpec(model=str(tiny_path), num_cpus=0.5), 1)
+async def test_killed_env_worker_episodes_rerun_none_lost_or_doubled(ray_cluster, tiny_path, pool):  # noqa: F811
     judges = [Judge.options(num_cpus=0).remote()]
     workers = [EnvWorker.options(num_cpus=0.5, max_concurrency=100).remote(WORKER, str(tiny_path), pool, judges)
                for _ in range(2)]
-    track(ray_cluster, pool, *judges, *workers)
+    track(ray_cluster, *judges, *workers)
     await asyncio.gather(*(w.ready.remote() for w in workers))
     buffer = track(ray_cluster, TrajectoryBuffer.remote(BufferConfig(group_size=2, max_staleness=5)))
     dispatcher = RolloutDispatcher(workers, buffer, TaskSampler([TASK], {"v0": 1.0}, 0), group_size=2,
@@ -83,11 +70,10 @@ async def test_killed_env_worker_episodes_rerun_none_lost_or_doubled(ray_cluster
     assert stats["added"] == 6 and stats["groups_out"] == 3
 
 
-async def test_env_workers_added_while_running_take_episodes(ray_cluster, tiny_path):  # noqa: F811
+async def test_env_workers_added_while_running_take_episodes(ray_cluster, tiny_path, pool):  # noqa: F811
     """Rollout capacity grows without a restart: a worker added mid-run gets new episodes."""
-    pool = GeneratorPool.options(max_concurrency=100).remote(GeneratorSpec(model=str(tiny_path), num_cpus=0.5), 1)
     judges = [Judge.options(num_cpus=0).remote()]
-    track(ray_cluster, pool, *judges)
+    track(ray_cluster, *judges)
 
     def worker():
         return track(ray_cluster, EnvWorker.options(num_cpus=0.5, max_concurrency=100).remote(
@@ -111,7 +97,7 @@ async def test_env_workers_added_while_running_take_episodes(ray_cluster, tiny_p
     assert done_second >= 1 and done_first + done_second == 8 == dispatcher.counters["episodes_done"]
 
 
-async def test_judge_crash_is_retried_and_verifier_failures_are_recorded(ray_cluster, tiny_path, tmp_path):  # noqa: F811
+async def test_judge_crash_is_retried_and_verifier_failures_are_recorded(ray_cluster, tiny_path, pool, tmp_path):  # noqa: F811
     # a verifier that never returns becomes a recorded failure after its deadline
     folder = write_task(tmp_path)
     (folder / "verify.py").write_text(textwrap.dedent("""
@@ -133,10 +119,9 @@ async def test_judge_crash_is_retried_and_verifier_failures_are_recorded(ray_clu
     assert "RuntimeError: verifier bug" in verdict.error
 
     # a judge actor that dies is restarted and the env worker's request retried
-    pool = GeneratorPool.options(max_concurrency=100).remote(GeneratorSpec(model=str(tiny_path), num_cpus=0.5), 1)
     judge = Judge.options(num_cpus=0).remote()
     worker = EnvWorker.options(num_cpus=0.5, max_concurrency=100).remote(WORKER, str(tiny_path), pool, [judge])
-    track(ray_cluster, pool, judge, worker)
+    track(ray_cluster, judge, worker)
     await worker.ready.remote()
     await judge.ping.remote()
     ray.kill(judge, no_restart=False)
@@ -145,3 +130,24 @@ async def test_judge_crash_is_retried_and_verifier_failures_are_recorded(ray_clu
     traj = await worker.run.remote(EpisodeRequest(task_id=TASK, scale="v0", group_id="j", sample_idx=0))
     assert traj.verifier_error is None and traj.criteria  # judged after the restart
     assert torch.tensor(traj.loss_mask).sum() > 0
+
+
+async def test_killed_generator_is_replaced_with_current_weights(pool, tiny_path):  # noqa: F811
+    """Last in the file: it loads new weights into the shared pool."""
+    from transformers import AutoModelForCausalLM
+
+    restarts = (await pool.stats.remote())["restarts"]
+    weights = {k: v * 0.5 for k, v in AutoModelForCausalLM.from_pretrained(tiny_path).state_dict().items()}
+    await pool.load_weights.remote(3, [ray.put(weights)])
+    handles = await pool.handles.remote()
+    ray.kill(handles[0])
+    outs = await asyncio.gather(*(pool.generate.remote(list(range(10, 40)), SamplingParams(max_new_tokens=4, seed=i))
+                                  for i in range(6)))
+    assert all(len(o.token_ids) >= 1 and o.policy_version == 3 for o in outs)
+    for _ in range(100):
+        stats = await pool.stats.remote()
+        if stats["restarts"] == restarts + 1 and all(s is not None for s in (await pool.health.remote())["versions"]):
+            break
+        await asyncio.sleep(0.2)
+    assert stats["restarts"] == restarts + 1
+    assert (await pool.health.remote())["versions"] == [3, 3]  # the replacement came back with v3

@@ -126,42 +126,54 @@ def test_resumed_learner_takes_the_same_next_step(tiny_path, tmp_path):  # noqa:
     assert all(torch.equal(wa[k], wb[k]) for k in wa)
 
 
-@pytest.mark.parametrize("sizes", [{"tensor_parallel": 2}, {"data_parallel": 2}])
-def test_two_ranks_take_the_single_process_step(tiny_path, tmp_path, sizes):  # noqa: F811
+SIZES = [{"tensor_parallel": 2}, {"data_parallel": 2}]
+
+
+def test_two_ranks_take_the_single_process_step(tiny_path, tmp_path):  # noqa: F811
     """torchrun, 2 CPU ranks (gloo): TP 2 splits every layer and the vocabulary, DP 2 shares the rows
-    (60-token micro-batches: several per rank); log-probs, metrics and weights as one torch process."""
+    (60-token micro-batches: several per rank); log-probs, metrics and weights as one torch process.
+    One launch runs both layouts, one after the other (megatron's parallel state is rebuilt between
+    them): a launch is two processes importing megatron-core, seconds of CPU each."""
     ref = TorchLearner(tiny_path, LearnerConfig(loss=GSPO, optim=OptimConfig(lr=1e-3)))
     ref_lp = ref.compute_logprobs(samples())
     ref_metrics = ref.train_step(groups())
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1]), "OMP_NUM_THREADS": "1"}
     proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", __file__,
-                           str(tiny_path), str(tmp_path), json.dumps(sizes)], env=env, timeout=240,
+                           str(tiny_path), str(tmp_path), json.dumps(SIZES)], env=env, timeout=300,
                           capture_output=True, text=True)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
-    out = torch.load(tmp_path / "rank0.pt", weights_only=False)
-    for a, b in zip(out["logprobs"], ref_lp, strict=True):
-        assert torch.allclose(torch.tensor(a), torch.tensor(b), atol=1e-4)
-    for k in ref_metrics:
-        tol = 1e-3 * abs(ref_metrics[k]) if k == "grad_norm" else 1e-5 * max(1.0, abs(ref_metrics[k]))
-        assert out["metrics"][k] == pytest.approx(ref_metrics[k], abs=tol), k
-    assert_same_weights(out["weights"], ref.weights()[1], atol=5e-5)
-    assert out["resumed_version"] == 1
+    for i, sizes in enumerate(SIZES):
+        out = torch.load(tmp_path / f"rank0-{i}.pt", weights_only=False)
+        assert out["sizes"] == sizes
+        for a, b in zip(out["logprobs"], ref_lp, strict=True):
+            assert torch.allclose(torch.tensor(a), torch.tensor(b), atol=1e-4), sizes
+        for k in ref_metrics:
+            tol = 1e-3 * abs(ref_metrics[k]) if k == "grad_norm" else 1e-5 * max(1.0, abs(ref_metrics[k]))
+            assert out["metrics"][k] == pytest.approx(ref_metrics[k], abs=tol), (sizes, k)
+        assert_same_weights(out["weights"], ref.weights()[1], atol=5e-5)
+        assert out["resumed_version"] == 1
 
 
-def _rank_main(tiny: str, out_dir: str, sizes: str) -> None:
-    cfg = LearnerConfig(loss=GSPO, optim=OptimConfig(lr=1e-3), max_tokens_per_micro_batch=60,
-                        megatron=MegatronConfig(**json.loads(sizes)))
-    learner = MegatronLearner(tiny, cfg)
-    logprobs = learner.compute_logprobs(samples())
-    metrics = learner.train_step(groups())
-    weights = learner.weights()[1]
-    learner.save(Path(out_dir) / "ckpt")
-    learner.train_step(groups())
-    learner.load(Path(out_dir) / "ckpt")
-    if torch.distributed.get_rank() == 0:
-        torch.save({"logprobs": logprobs, "metrics": metrics, "weights": weights,
-                    "resumed_version": learner.version}, Path(out_dir) / "rank0.pt")
-    torch.distributed.barrier()
+def _rank_main(tiny: str, out_dir: str, layouts: str) -> None:
+    from megatron.core import parallel_state as mpu
+
+    for i, sizes in enumerate(json.loads(layouts)):
+        cfg = LearnerConfig(loss=GSPO, optim=OptimConfig(lr=1e-3), max_tokens_per_micro_batch=60,
+                            megatron=MegatronConfig(**sizes))
+        learner = MegatronLearner(tiny, cfg)
+        assert (learner.tp, learner.dp) == (sizes.get("tensor_parallel", 1), sizes.get("data_parallel", 1))
+        logprobs = learner.compute_logprobs(samples())
+        metrics = learner.train_step(groups())
+        weights = learner.weights()[1]
+        learner.save(Path(out_dir) / f"ckpt-{i}")
+        learner.train_step(groups())
+        learner.load(Path(out_dir) / f"ckpt-{i}")
+        if torch.distributed.get_rank() == 0:
+            torch.save({"sizes": sizes, "logprobs": logprobs, "metrics": metrics, "weights": weights,
+                        "resumed_version": learner.version}, Path(out_dir) / f"rank0-{i}.pt")
+        torch.distributed.barrier()
+        del learner
+        mpu.destroy_model_parallel()  # the next layout builds its own groups over the same gloo world
 
 
 if __name__ == "__main__":

@@ -124,3 +124,59 @@ async def test_name_clash_prefixes_with_upstream_name(runtime, clash):
         assert "one__add" in names and "two__add" in names and "add" not in names
         r = await ep.run_program("print(tools['two__add'](a=1, b=1))")
         assert r.text == "2"
+
+
+def _processes_naming(marker: str) -> list[int]:
+    import os
+    from pathlib import Path
+
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if marker.encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
+                found.append(int(pid))
+        except OSError:
+            pass
+    return found
+
+
+async def test_warm_pool_serves_opens_refills_and_stops_a_start_at_close(monkeypatch):
+    """An open takes the kernel the pool started ahead and the pool starts the next one; closing the
+    runtime stops a start still under way (its kernel would never be used) and leaves no process."""
+    import asyncio
+
+    from envs.runtime.episode import Slot
+
+    started, start = [], Slot.start
+
+    async def counted(self):
+        started.append(await start(self))
+        return started[-1]
+
+    monkeypatch.setattr(Slot, "start", counted)
+    rt = await Runtime(RuntimeConfig(warm_pool=1)).start()  # returns with the pool full
+    try:
+        assert rt._pool.qsize() == 1
+        warm = rt._pool._queue[0]
+        ep = await rt.open_episode([fixture_upstream()])
+        assert ep.slot is warm and rt._filling + rt._pool.qsize() == 1  # the next one started
+        assert (await ep.run_program("print(tools['add'](a=1, b=2))")).text == "3"
+        await ep.close()
+        for _ in range(300):
+            if rt._pool.qsize() == 1:
+                break
+            await asyncio.sleep(0.1)
+        assert rt._pool.qsize() == 1 and rt._pool._queue[0] is not warm
+        ep = await rt.open_episode([])  # takes the refilled kernel; a new start begins
+        assert rt._filling == 1  # (no upstream to start: the open returns before a kernel could)
+        await ep.close()
+    finally:
+        await rt.close()
+    assert len(started) == 2  # the third start was stopped, not finished and then thrown away
+    assert rt._filling == 0 and rt._pool.empty() and not _processes_naming(str(rt.root))
+
+
+async def test_kernel_starts_without_the_debugger(episode):
+    """shim/progagent_kernel.py: ipykernel without debugpy (a quarter of a kernel's start, unused)."""
+    r = await episode.run_program("import sys\nprint(sys.modules.get('debugpy'), '_pydevd_bundle' in sys.modules)")
+    assert r.text == "None False", r.text

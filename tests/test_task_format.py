@@ -156,16 +156,31 @@ async def test_task_server_over_stdio(tmp_path):
     assert sqlite3.connect(tmp_path / "env" / "db.sqlite").execute("select qty from items where id=1").fetchone() == (5,)
 
 
+CALLS_PROGRAM = """
+for call in [("list_items", {"page_no": 2}), ("count", {}), ("read_file", {"path": "note-1.md"}),
+             ("explode", {"item_id": 2}), ("set_qty", {"item_id": 1, "qty": -1}), ("list_items", {"page_no": "x"})]:
+    try:
+        tools[call[0]](**call[1])
+    except Exception:
+        pass
+"""
+
+
 async def test_oracle_through_sandbox_and_judge(tmp_path, runtime):
     from envs.task_env import EnvironmentCache
     from envs.validate import run_solution
 
     task = load_task(write_task(tmp_path))
     cache = EnvironmentCache(tmp_path / "cache")
+    seen = {}
     for transport in ("inprocess", "stdio", "sandboxed"):
-        run = await run_solution(runtime, task, "v2", cache, task.oracle_source, transport=transport)
+        run = await run_solution(runtime, task, "v2", cache, CALLS_PROGRAM + task.oracle_source, transport=transport)
         assert run.verdict.reward == 1.0 and run.answer == "ANSWER: 5", run
-        assert [c.tool for c in run.calls] == ["set_qty"]
+        assert [c.tool for c in run.calls][-1] == "set_qty"
+        seen[transport] = ([(c.tool, c.ok, c.error, c.result_text) for c in run.calls], run.tools)
+    # every transport: the same results, errors and rolled-back writes, and the same tool schemas
+    assert seen["sandboxed"] == seen["stdio"] == seen["inprocess"]
+    assert [ok for _, ok, _, _ in seen["sandboxed"][0]] == [True, True, True, False, False, False, True]
     run = await run_solution(runtime, task, "v0", cache, "final_answer = 'ANSWER: 4'")
     assert run.verdict.reward == 0.0 and run.verdict.score == 0.0
     # the sandbox sees the workspace, not the database nor the task folder
@@ -321,3 +336,132 @@ def test_query_page_counts_what_the_database_holds_now(tmp_path):
     assert env.query_page(sql, ("a",), 1, 10)["total"] == 5
     assert env.query("select count(*) as n, max(id) as top from t") == [{"n": 8, "top": 8}]
     env.close()
+
+
+TYPED_TOOLS = TOOLS + '''
+from typing import Any, Literal, Optional
+
+
+@tool
+def search(env: Env, words: list[str], mode: Literal["any", "all"] = "any", limit: Optional[int] = None,
+           flags: dict[str, Any] | None = None, ratio: float = 0.5, strict: bool = False, *, tag: str = "") -> list[dict]:
+    """Every parameter shape a tools.py may use."""
+    return [{"words": words, "mode": mode, "limit": limit, "flags": flags, "ratio": ratio, "strict": strict,
+             "tag": tag}]
+
+
+@tool
+def untyped(env: Env, value, note: str = "n"):
+    """No annotations at all."""
+    return {"value": value, "note": note}
+'''
+
+
+def _tool_listing(server) -> list[dict]:
+    import asyncio
+
+    return [t.model_dump() for t in asyncio.run(server.list_tools())]
+
+
+def test_hosted_tools_publish_the_sdk_servers_schemas(tmp_path):
+    """The "sandboxed" transport's MCP server is rebuilt from the signatures its tool host describes
+    (envs/tool_host.py): every library task, and a tools.py with every supported parameter shape,
+    gets the names, descriptions and input and output schemas of the SDK server built from the
+    functions themselves; a shape the host cannot describe exactly is refused (and then served by
+    the SDK server in the sandbox, see the next test)."""
+    from envs.hosted_tools import HostedTaskTools
+    from envs.tool_host import Unsupported, describe_tool
+
+    folder = write_task(tmp_path / "typed", "typed_items", toml=textwrap.dedent('''\
+        id = "typed_items"
+        domain = "inventory"
+        title = "Typed"
+        tools = ["list_items", "set_qty", "explode", "read_file", "count", "search", "untyped"]
+        seed = 1
+        '''))
+    (folder / "tools.py").write_text(TYPED_TOOLS)
+    tasks, _ = load_library()
+    tasks["typed_items"] = load_task(folder)
+    for task in tasks.values():
+        described = json.loads(json.dumps({"task": task.id, "title": task.spec.title, "tools": [
+            describe_tool(name, fn) for name, fn in task.tool_functions().items()]}))  # as it crosses the pipe
+        hosted = HostedTaskTools("task", [], [])._server(described)
+        assert _tool_listing(hosted) == _tool_listing(build_server(task, tmp_path / "env" / task.id)), task.id
+    assert len(_tool_listing(hosted)) == 7
+
+    def pair(env: Env, xy: tuple[int, int]) -> list:
+        return list(xy)
+
+    def wide(env: Env, *rest: int) -> int:
+        return 0
+
+    for fn, reason in ((pair, "tuple"), (wide, "variadic positional")):
+        with pytest.raises(Unsupported, match=reason):
+            describe_tool(fn.__name__, fn)
+
+
+HOST_TOOLS = TOOLS + '''
+import os
+import time
+
+
+@tool
+def crash(env: Env) -> str:
+    """Ends its own process."""
+    os._exit(3)
+
+
+@tool
+def hang(env: Env) -> str:
+    """Never returns."""
+    while True:
+        time.sleep(1)
+'''
+
+
+async def test_sandboxed_tool_host_restarts_after_a_crash_or_a_hang_and_falls_back(tmp_path):
+    """A tool that kills its process, or one that never returns (the router's tool timeout): the
+    call is an error that says what happened; the next call gets a fresh tool host over the same
+    environment (the write before the crash is kept). A tools.py with a signature the host cannot
+    describe is served by the SDK's server in the same sandbox, with the in-process schemas."""
+    from envs.runtime.config import RuntimeConfig
+    from envs.runtime.episode import Runtime
+    from envs.task_env import EnvironmentCache, open_task_episode
+
+    toml = '''id = "{id}"\ndomain = "inventory"\ntitle = "Demo"\nseed = 1\ntools = {tools}\n'''
+    names = ["list_items", "set_qty", "explode", "read_file", "count"]
+    folder = write_task(tmp_path, "host_items", toml=toml.format(id="host_items", tools=json.dumps(names + ["crash", "hang"])))
+    (folder / "tools.py").write_text(HOST_TOOLS)
+    cache = EnvironmentCache(tmp_path / "cache")
+    async with Runtime(RuntimeConfig(warm_pool=0, tool_timeout_s=3)) as rt:
+        ep = await open_task_episode(rt, load_task(folder), "v0", cache, "sandboxed")
+        try:
+            assert not (await ep.call_tool("set_qty", {"item_id": 1, "qty": 5})).is_error
+            r = await ep.call_tool("crash", {})
+            assert r.is_error and "stopped during the call (exit code 3)" in r.text and "retry" in r.text, r.text
+            r = await ep.call_tool("list_items", {})
+            assert not r.is_error and json.loads(r.text)["items"][0]["qty"] == 5, r.text
+            r = await ep.call_tool("hang", {})
+            assert r.is_error and "did not answer within 3 s" in r.text, r.text
+            r = await ep.call_tool("count", {})
+            assert not r.is_error and r.text == "3", r.text
+            assert ep.router.upstreams["task"].fallback is None
+        finally:
+            await ep.close()
+
+        folder = write_task(tmp_path, "pair_items", toml=toml.format(id="pair_items", tools=json.dumps(names + ["pair"])))
+        (folder / "tools.py").write_text(TOOLS + "\n\n@tool\ndef pair(env: Env, xy: tuple[int, int]) -> list:\n"
+                                          "    \"\"\"Both numbers.\"\"\"\n    return list(xy)\n")
+        task = load_task(folder)
+        seen = {}
+        for transport in ("sandboxed", "inprocess"):
+            ep = await open_task_episode(rt, task, "v0", cache, transport)
+            try:
+                r = await ep.call_tool("pair", {"xy": [1, 2]})
+                assert not r.is_error and "2" in r.text, r.text
+                seen[transport] = (r.text, ep.tools())
+                if transport == "sandboxed":
+                    assert "tuple" in ep.router.upstreams["task"].fallback
+            finally:
+                await ep.close()
+        assert seen["sandboxed"] == seen["inprocess"]

@@ -252,6 +252,8 @@ class Runtime:
 
     async def close(self) -> None:
         self.closed = True
+        for task in list(self._fill_tasks):  # a kernel still starting will not be used: stop its start
+            task.cancel()
         for task in list(self._fill_tasks):
             with contextlib.suppress(BaseException):
                 await task

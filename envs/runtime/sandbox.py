@@ -5,7 +5,7 @@ Inside the sandbox the filesystem is a fresh tmpfs root holding only:
 - the Python installation the kernel runs on and its environment (read-only, at their host paths,
   since Python finds its prefix from its own location), with any task library folder under them
   hidden behind an empty tmpfs,
-- /opt/progagent: the tool-proxy shim (read-only),
+- /opt/progagent: the tool proxy and the kernel launcher (shim/, read-only),
 - /run/progagent: the kernel's connection file and ipc sockets (read-write, this kernel's only),
 - /run/tools: the folder with the tool bridge's socket (read-only),
 - /workspace: the episode's workspace (read-write, the working directory),
@@ -126,6 +126,7 @@ def bwrap_argv(kernel_dir: Path, tools_dir: Path, workspace: Path, extra_env: di
 
 
 def kernel_argv(connection_file: str) -> list[str]:
-    """The kernel process inside the sandbox: ipykernel, quiet, with the message-mode interrupt."""
-    return [sys.executable, "-m", "ipykernel_launcher", "-f", connection_file,
+    """The kernel process inside the sandbox: ipykernel without its debugger (shim/progagent_kernel.py),
+    quiet, with the message-mode interrupt."""
+    return [sys.executable, "-m", "progagent_kernel", "-f", connection_file,
             "--IPKernelApp.quiet=True", "--HistoryManager.enabled=False"]

@@ -396,31 +396,3 @@ class Upstreams:
         for task in self._restarts.values():
             task.cancel()
         await asyncio.gather(*(u.close() for u in self.upstreams.values()), return_exceptions=True)
-
-
-class LimitedUpstream(Upstream):
-    """A stdio server started inside resource limits of its own (the runtime's `LimitBackend`).
-
-    Each start creates the limits (a cgroup, or rlimits) and wraps the command in them; each close
-    stops the server, then kills whatever is left in them and removes them (a restart gets fresh ones).
-    """
-
-    def __init__(self, spec: UpstreamSpec, limits: Any, errlog: Path | None = None):
-        super().__init__(spec, errlog=errlog)
-        self.base_spec = spec
-        self.backend = limits  # envs.runtime.limits.LimitBackend
-        self.limits: Any = None
-
-    async def start(self, timeout: float = 30.0) -> None:
-        import uuid
-
-        if self.limits is None:
-            self.limits = await asyncio.to_thread(self.backend.create, f"mcp-{self.name}-{uuid.uuid4().hex[:8]}")
-        self.spec = msgspec.structs.replace(self.base_spec, command=self.limits.wrap(list(self.base_spec.command)))
-        await super().start(timeout)
-
-    async def close(self) -> None:
-        await super().close()
-        limits, self.limits = self.limits, None
-        if limits is not None:
-            await asyncio.to_thread(limits.release)

@@ -1,0 +1,169 @@
+"""The runtime's half of the "sandboxed" task-server transport: an in-process MCP server whose tools
+forward to a task's tools.py running in a bubblewrap child (`python -m envs.tool_host`).
+
+The child describes its tools' signatures; this side rebuilds them (`envs.tool_host.build_signature`)
+and registers forwarding functions with the SDK's `MCPServer`, so the schemas, the argument
+validation and the result conversion are the SDK's own, as for the in-process transport. A call
+goes to the child as JSON and comes back as JSON. When the child ends (a crash, a tool that calls
+exit), calls fail and the episode's router restarts the upstream (a fresh child over the same
+environment). A call the router gives up on (its timeout) leaves the child in an unknown state: it
+is killed, and the next call restarts it.
+
+A tools.py whose signatures the protocol cannot describe (tuples, classes, ...) is served as
+before this module: the SDK's stdio server inside the same sandbox (`fallback_argv`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import json
+import uuid
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from envs.runtime.upstream import Upstream, UpstreamSpec
+from envs.tool_host import build_signature
+
+#: a reply line may hold a whole table: the pipe reader's line limit
+_LINE_LIMIT = 1 << 30
+
+
+class HostedTaskTools(Upstream):
+    """An `Upstream` whose MCP server is in this process and whose tools run in the child `argv`
+    (under `limits`, a LimitBackend, when given: each start gets fresh ones)."""
+
+    def __init__(self, name: str, argv: list[str], fallback_argv: list[str], limits: Any = None,
+                 errlog: Path | None = None):
+        super().__init__(UpstreamSpec(name), errlog=errlog)
+        self.argv, self.fallback_argv = argv, fallback_argv
+        self.backend = limits
+        self.limits: Any = None
+        self.proc: asyncio.subprocess.Process | None = None
+        self.fallback: str | None = None  # why the child could not describe its tools, when it could not
+        self._ids = itertools.count()
+        self._lock = asyncio.Lock()
+
+    def _wrap(self, argv: list[str]) -> list[str]:
+        return self.limits.wrap(list(argv)) if self.limits is not None else list(argv)
+
+    async def start(self, timeout: float = 30.0) -> None:
+        if self.backend is not None and self.limits is None:
+            self.limits = await asyncio.to_thread(self.backend.create, f"mcp-{self.name}-{uuid.uuid4().hex[:8]}")
+        try:
+            if self.fallback is None:
+                first = await asyncio.wait_for(self._spawn(), timeout)
+                if "unsupported" in first:
+                    self.fallback = first["unsupported"]
+                    await self._stop_child()
+                else:
+                    self.server_object = self._server(first)
+            if self.fallback is not None:  # the SDK's stdio server in the same sandbox
+                self.server_object = None
+                self.spec = msgspec.structs.replace(self.spec, command=self._wrap(self.fallback_argv))
+            await super().start(timeout)
+        except BaseException:
+            await self.close()
+            raise
+
+    async def _spawn(self) -> dict[str, Any]:
+        errlog = open(self.errlog, "ab") if self.errlog else None  # noqa: SIM115 - the child holds it
+        try:
+            self.proc = await asyncio.create_subprocess_exec(
+                *self._wrap(self.argv), stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+                stderr=errlog or asyncio.subprocess.DEVNULL, limit=_LINE_LIMIT, start_new_session=True)
+        finally:
+            if errlog:
+                errlog.close()
+        line = await self.proc.stdout.readline()
+        if not line:
+            code = await self.proc.wait()
+            raise RuntimeError(f"the task's tool host exited ({code}) before describing its tools"
+                               + (f"; see {self.errlog}" if self.errlog else ""))
+        return json.loads(line)
+
+    def _server(self, described: dict[str, Any]) -> Any:
+        from mcp.server.mcpserver import MCPServer
+
+        # named and introduced as envs.task_server.build_server does
+        server = MCPServer(f"task-{described['task']}", instructions=f"Tools of the task {described['title']!r}.",
+                           log_level="WARNING")
+        for desc in described["tools"]:
+            server.add_tool(self._forwarder(desc), name=desc["name"], description=desc["description"])
+        return server
+
+    def _forwarder(self, desc: dict[str, Any]) -> Any:
+        name = desc["name"]
+
+        async def call(**kwargs: Any) -> Any:
+            return await self._call(name, kwargs)
+
+        sig = build_signature(desc)
+        call.__name__ = call.__qualname__ = name
+        call.__doc__ = desc["description"]
+        call.__signature__ = sig  # type: ignore[attr-defined]
+        call.__annotations__ = {p.name: p.annotation for p in sig.parameters.values()
+                                if p.annotation is not p.empty}
+        if sig.return_annotation is not sig.empty:
+            call.__annotations__["return"] = sig.return_annotation
+        return call
+
+    async def _call(self, name: str, args: dict[str, Any]) -> Any:
+        from mcp.server.mcpserver.exceptions import ToolError
+        from pydantic_core import to_jsonable_python
+
+        async with self._lock:  # the child serves one call at a time, as the stdio server's lock does
+            proc = self.proc
+            if proc is None or proc.returncode is not None:
+                raise ToolError("the task's tool server is not running; it restarts at the next call")
+            req_id = next(self._ids)
+            try:
+                proc.stdin.write(json.dumps({"id": req_id, "tool": name,
+                                             "args": to_jsonable_python(args)}).encode() + b"\n")
+                await proc.stdin.drain()
+                line = await proc.stdout.readline()
+            except asyncio.CancelledError:
+                await self._stop_child(grace=0)  # mid-call: its state is unknown
+                raise
+            except (BrokenPipeError, ConnectionResetError):
+                line = b""
+            if not line:  # a deliberate error (ToolError): the SDK shows its text, not only "Error executing"
+                raise ToolError(f"the task's tool server stopped during the call (exit code "
+                                      f"{await proc.wait()}); it restarts at the next call, over the same "
+                                      "environment: retry if the call is safe to repeat")
+        reply = json.loads(line)
+        if reply["id"] != req_id:
+            raise RuntimeError(f"tool host reply {reply['id']} to request {req_id}")
+        if not reply["ok"]:
+            raise ToolError(reply["error"])
+        return reply["result"]
+
+    @property
+    def alive(self) -> bool:
+        if self.fallback is not None:
+            return super().alive
+        return super().alive and self.proc is not None and self.proc.returncode is None
+
+    async def _stop_child(self, grace: float = 2.0) -> None:
+        proc, self.proc = self.proc, None
+        if proc is None:
+            return
+        if proc.returncode is None:
+            with contextlib.suppress(Exception):
+                proc.stdin.close()  # the host ends at EOF
+            try:
+                await asyncio.wait_for(proc.wait(), grace)
+            except TimeoutError:
+                with contextlib.suppress(ProcessLookupError):
+                    proc.kill()
+                await proc.wait()
+
+    async def close(self) -> None:
+        await super().close()
+        await self._stop_child()
+        limits, self.limits = self.limits, None
+        if limits is not None:  # whatever the tools started ends with them
+            await asyncio.to_thread(limits.release)
