@@ -200,15 +200,22 @@ def test_parser_and_program_features():
     assert program_features("def (")["syntax_error"] == 1
 
 
-def test_collect_and_build_tiny_commands(tmp_path):
+def test_collect_and_build_tiny_commands(tmp_path, tiny_path):
     import json
     import subprocess
+
+    import torch
+    from safetensors.torch import load_file
 
     from tests.conftest import BIN
 
     r = subprocess.run([str(BIN / "progagent"), "model", "build-tiny", str(tmp_path / "tiny")], capture_output=True,
                        text=True, timeout=300)
     assert r.returncode == 0 and (tmp_path / "tiny" / "model.safetensors").exists(), r.stderr[-1000:]
+    # deterministic: the command's build (another process) is byte-for-byte the session's build_tiny()
+    assert (tmp_path / "tiny" / "tokenizer.json").read_bytes() == (tiny_path / "tokenizer.json").read_bytes()
+    wa, wb = load_file(tmp_path / "tiny" / "model.safetensors"), load_file(tiny_path / "model.safetensors")
+    assert wa.keys() == wb.keys() and all(torch.equal(wa[k], wb[k]) for k in wa)
     out = tmp_path / "sft.jsonl"
     r = subprocess.run([str(BIN / "progagent"), "collect", "--teacher", "oracle", "--harness", "dtc", "--tasks", TASK,
                         "--scales", "v0", "--model", str(tmp_path / "tiny"), "--out", str(out)],
