@@ -9,7 +9,7 @@ solutions (validator, context report), or inside the synthesis sandbox's child â
 
 from __future__ import annotations
 
-import contextlib
+import functools
 import hashlib
 import importlib.util
 import io
@@ -156,12 +156,15 @@ class Task:
         (final_answer, stdout, call log). Not a sandbox: trusted code, or code already inside one."""
         env = Env(root)
         tools = InProcessTools(self, env)
-        ns: dict[str, Any] = {"tools": tools, "ToolError": ToolError, "__name__": "__main__"}
         out = io.StringIO()
+        # the program's own `print` writes to `out`: contextlib.redirect_stdout swaps sys.stdout for
+        # the whole process, so programs run at once in threads (validation) printed into each
+        # other's capture or, once one had restored it, onto the real stdout
+        ns: dict[str, Any] = {"tools": tools, "ToolError": ToolError, "__name__": "__main__",
+                              "print": functools.partial(print, file=out)}
         try:
-            with contextlib.redirect_stdout(out):
-                for cell in split_cells(program):
-                    exec(compile(cell, "<program>", "exec"), ns)
+            for cell in split_cells(program):
+                exec(compile(cell, "<program>", "exec"), ns)
         finally:
             env.close()
         return str(ns.get("final_answer", "")), out.getvalue(), tools.calls

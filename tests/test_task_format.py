@@ -465,3 +465,23 @@ async def test_sandboxed_tool_host_restarts_after_a_crash_or_a_hang_and_falls_ba
             finally:
                 await ep.close()
         assert seen["sandboxed"] == seen["inprocess"]
+
+
+def test_run_program_keeps_each_programs_prints_when_run_in_threads(tmp_path, capsys):
+    """Validation runs wrong solutions in threads (`Task.run_program`): each program's output is its
+    own, and none of it reaches the process's stdout."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    task = load_task(write_task(tmp_path))
+    for name in ("a", "b"):
+        task.build(tmp_path / name, "v0")
+
+    def run(name: str) -> tuple[str, str, list]:
+        program = f"import time\nfor i in range(40):\n    print({name!r}, i)\n    time.sleep(0.002)\nfinal_answer = {name!r}"
+        return task.run_program(tmp_path / name, program)
+
+    with ThreadPoolExecutor(2) as pool:
+        runs = dict(zip("ab", pool.map(run, "ab"), strict=True))
+    for name, (answer, stdout, _) in runs.items():
+        assert answer == name and stdout == "".join(f"{name} {i}\n" for i in range(40))
+    assert capsys.readouterr().out == ""
