@@ -24,6 +24,9 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from pydantic_core import to_jsonable_python
 
 from envs.runtime.upstream import Upstream, UpstreamSpec
 from envs.tool_host import build_signature
@@ -85,9 +88,7 @@ class HostedTaskTools(Upstream):
                                + (f"; see {self.errlog}" if self.errlog else ""))
         return json.loads(line)
 
-    def _server(self, described: dict[str, Any]) -> Any:
-        from mcp.server.mcpserver import MCPServer
-
+    def _server(self, described: dict[str, Any]) -> MCPServer:
         # named and introduced as envs.task_server.build_server does
         server = MCPServer(f"task-{described['task']}", instructions=f"Tools of the task {described['title']!r}.",
                            log_level="WARNING")
@@ -112,9 +113,6 @@ class HostedTaskTools(Upstream):
         return call
 
     async def _call(self, name: str, args: dict[str, Any]) -> Any:
-        from mcp.server.mcpserver.exceptions import ToolError
-        from pydantic_core import to_jsonable_python
-
         async with self._lock:  # the child serves one call at a time, as the stdio server's lock does
             proc = self.proc
             if proc is None or proc.returncode is not None:
@@ -131,9 +129,9 @@ class HostedTaskTools(Upstream):
             except (BrokenPipeError, ConnectionResetError):
                 line = b""
             if not line:  # a deliberate error (ToolError): the SDK shows its text, not only "Error executing"
-                raise ToolError(f"the task's tool server stopped during the call (exit code "
-                                      f"{await proc.wait()}); it restarts at the next call, over the same "
-                                      "environment: retry if the call is safe to repeat")
+                raise ToolError(f"the task's tool server stopped during the call (exit code {await proc.wait()}); "
+                                "it restarts at the next call, over the same environment: retry if the call is "
+                                "safe to repeat")
         reply = json.loads(line)
         if reply["id"] != req_id:
             raise RuntimeError(f"tool host reply {reply['id']} to request {req_id}")

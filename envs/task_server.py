@@ -28,7 +28,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError as SDKToolError
 
 from envs.library import Task, load_task
-from envs.taskkit import Env, ToolError
+from envs.taskkit import Env, ToolError, call_tool
 
 
 def _bind(name: str, fn: Any, env: Env, lock: threading.Lock) -> Any:
@@ -41,15 +41,9 @@ def _bind(name: str, fn: Any, env: Env, lock: threading.Lock) -> Any:
     def call(**kwargs: Any) -> Any:
         with lock:
             try:
-                result = fn(env, **kwargs)
-                env.db.commit()
-                return result
+                return call_tool(env, name, fn, kwargs)
             except ToolError as exc:  # the SDK returns its ToolError's message as is
-                env.db.rollback()
                 raise SDKToolError(str(exc)) from exc
-            except Exception as exc:  # noqa: BLE001 - a bug in a tool is an error result, not a crash
-                env.db.rollback()
-                raise SDKToolError(f"{name} failed: {type(exc).__name__}: {exc}") from exc
 
     del call.__wrapped__  # the schema comes from __signature__, without `env`
     call.__signature__ = sig.replace(parameters=params, return_annotation=hints.get("return", sig.return_annotation))

@@ -35,6 +35,22 @@ class ToolError(Exception):
     whose import costs ~0.6 s of CPU in every process that only builds or judges tasks)."""
 
 
+def call_tool(env: Env, name: str, fn: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
+    """`fn(env, **kwargs)` as one transaction, the way every task server calls a tool: committed when
+    it returns, rolled back when it raises. A failure is a ToolError with what the model sees: the
+    tool's own message, or "NAME failed: Type: message" for a bug in the tool."""
+    try:
+        result = fn(env, **kwargs)
+        env.db.commit()
+        return result
+    except ToolError:
+        env.db.rollback()
+        raise
+    except Exception as exc:  # noqa: BLE001 - a bug in a tool is an error result, not a crash
+        env.db.rollback()
+        raise ToolError(f"{name} failed: {type(exc).__name__}: {exc}") from exc
+
+
 class Scale(msgspec.Struct, frozen=True):
     """One environment scale: database rows grow by `rows`, workspace files by `files`."""
 

@@ -6,7 +6,7 @@ The MCP server of a model-written task must not run its tools.py in the runtime'
 whole MCP server inside the sandbox costs a process that imports the MCP SDK (1-2 s of CPU per
 episode, most of a synthesis check). So the sandbox holds only this host: the task's modules, its
 `Env` and the standard library (plus pydantic_core, to turn results into JSON as the SDK does).
-The MCP server stays outside (`envs.task_env.HostedTaskTools`): it is built from the signatures
+The MCP server stays outside (`envs.hosted_tools.HostedTaskTools`): it is built from the signatures
 this host describes and forwards every call here.
 
 Protocol: one JSON object per line. The host first writes {"task", "title", "tools": [...]} (name, description, the
@@ -14,7 +14,7 @@ parameters after `env` and the return annotation as type expressions, `describe_
 {"unsupported": reason} when a signature uses a type outside that grammar (the runtime then serves
 the task with the SDK server inside the sandbox, envs/task_server.py). Then, per request
 {"id", "tool", "args"}: {"id", "ok": true, "result"} or {"id", "ok": false, "error"}, committed or
-rolled back as envs/task_server.py does. Whatever the tools print goes to stderr. EOF on stdin ends it.
+rolled back by `envs.taskkit.call_tool`, as in envs/task_server.py. Whatever the tools print goes to stderr. EOF on stdin ends it.
 """
 
 from __future__ import annotations
@@ -120,7 +120,7 @@ def build_signature(desc: dict[str, Any]) -> inspect.Signature:
 
 def serve(task_dir: str, root: str) -> None:
     from envs.library import load_task
-    from envs.taskkit import Env, ToolError
+    from envs.taskkit import Env, ToolError, call_tool
 
     reply_to = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)  # the tools' prints go to stderr; the replies have the original stdout to themselves
@@ -142,17 +142,12 @@ def serve(task_dir: str, root: str) -> None:
     env = Env(root)
     for line in sys.stdin:
         req = json.loads(line)
-        name = req["tool"]
         try:
-            result = functions[name](env, **req["args"])
-            env.db.commit()
-            send({"id": req["id"], "ok": True, "result": to_jsonable_python(result, fallback=str)})
+            result = call_tool(env, req["tool"], functions[req["tool"]], req["args"])
         except ToolError as exc:
-            env.db.rollback()
             send({"id": req["id"], "ok": False, "error": str(exc)})
-        except Exception as exc:  # noqa: BLE001 - a bug in a tool is an error result, as in envs/task_server.py
-            env.db.rollback()
-            send({"id": req["id"], "ok": False, "error": f"{name} failed: {type(exc).__name__}: {exc}"})
+        else:
+            send({"id": req["id"], "ok": True, "result": to_jsonable_python(result, fallback=str)})
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -17,8 +17,8 @@ the output folder writable, no host home, repository or other tasks); a timeout 
 problem for the repair prompt. Programs (oracle, wrong solutions, the solver's) run in the
 runtime's sandboxed kernels. tools.py is served by the task's MCP server with the runner's
 `tool_transport` (envs/task_env.py): with bubblewrap "sandboxed", a tool host per episode
-(envs/tool_host.py) in its own bubblewrap sandbox (no network; of the task only task.toml and tools.py, plus the episode's
-environment; no host home, repository or other tasks; the runtime's memory/process limits; killed
+(envs/tool_host.py) in its own bubblewrap sandbox (no network; of the task only task.toml and
+tools.py, plus the episode's environment; no host home, repository or other tasks; the runtime's memory/process limits; killed
 with everything it started when the episode closes), so a tool that reads host files or the network
 fails as a tool error, and one that never returns is stopped with its episode (a call gives up after
 `runtime.tool_timeout_s`). In "process" mode (no bubblewrap) tools.py is still imported and called

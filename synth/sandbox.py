@@ -23,7 +23,8 @@ Modes: "bwrap" (required), "process" (a plain child: the deadline, no isolation)
 The candidate's tools.py is served to episodes by the task's MCP server, whose transport follows the
 mode (`CodeRunner.tool_transport`, envs/task_env.py): with bubblewrap "sandboxed" (tools.py in a
 tool host in the same kind of sandbox, seeing task.toml, tools.py and the episode's environment,
-under the runtime's limits; the MCP server in the runtime forwards calls to it), in "process" mode "inprocess" (served from the synthesis process, as before).
+under the runtime's limits; the MCP server in the runtime forwards calls to it), in "process" mode
+"inprocess" (served from the synthesis process, as before).
 A SandboxedTask's `tool_names()` comes from the child, so with bubblewrap no code of the candidate
 runs in the synthesis process.
 """

@@ -30,6 +30,18 @@ def time_upstream() -> UpstreamSpec:
     return UpstreamSpec("time", [str(BIN / "mcp-server-time")])
 
 
+def processes_with(marker: str) -> list[int]:
+    """Host processes whose command line contains `marker` (what a test's sandboxes left running)."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if marker.encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
+                found.append(int(pid))
+        except OSError:
+            pass
+    return found
+
+
 @pytest.fixture
 async def runtime():
     # no warm pool: most tests open one episode, and a kernel started ahead would go unused

@@ -4,7 +4,7 @@ import pytest
 
 from envs.runtime.config import RuntimeConfig
 from envs.runtime.episode import Runtime
-from tests.conftest import fixture_upstream, time_upstream
+from tests.conftest import fixture_upstream, processes_with, time_upstream
 
 
 async def test_state_persists_and_only_prints_return(episode):
@@ -126,20 +126,6 @@ async def test_name_clash_prefixes_with_upstream_name(runtime, clash):
         assert r.text == "2"
 
 
-def _processes_naming(marker: str) -> list[int]:
-    import os
-    from pathlib import Path
-
-    found = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            if marker.encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
-                found.append(int(pid))
-        except OSError:
-            pass
-    return found
-
-
 async def test_warm_pool_serves_opens_refills_and_stops_a_start_at_close(monkeypatch):
     """An open takes the kernel the pool started ahead and the pool starts the next one; closing the
     runtime stops a start still under way (its kernel would never be used) and leaves no process."""
@@ -173,7 +159,7 @@ async def test_warm_pool_serves_opens_refills_and_stops_a_start_at_close(monkeyp
     finally:
         await rt.close()
     assert len(started) == 2  # the third start was stopped, not finished and then thrown away
-    assert rt._filling == 0 and rt._pool.empty() and not _processes_naming(str(rt.root))
+    assert rt._filling == 0 and rt._pool.empty() and not processes_with(str(rt.root))
 
 
 async def test_kernel_starts_without_the_debugger(episode):

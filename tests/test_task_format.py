@@ -1,7 +1,6 @@
 """The task loader and the task's MCP server, on small task folders written by the tests."""
 
 import json
-import os
 import socket
 import sqlite3
 import sys
@@ -16,6 +15,7 @@ from mcp import Client, StdioServerParameters
 from envs.library import TaskLoadError, load_library, load_task
 from envs.task_server import build_server
 from envs.taskkit import Env
+from tests.conftest import processes_with
 
 TOOLS = '''
 from envs.taskkit import Env, ToolError, page, tool
@@ -294,23 +294,11 @@ async def test_sandboxed_task_server_sees_no_host_files_or_network(tmp_path, run
     # the thread that never ends went with its episode: no process of the server is left
     assert sandboxed["spin"] == ["ok", "spinning"]
     for _ in range(50):  # gone at once with cgroup limits; bubblewrap's namespace may take a moment without
-        if not _processes_with(f"/task/{task_id}"):
+        if not processes_with(f"/task/{task_id}"):
             break
         time.sleep(0.1)
     else:
-        raise AssertionError(f"the sandboxed task server survived its episode: {_processes_with(f'/task/{task_id}')}")
-
-
-def _processes_with(marker: str) -> list[int]:
-    """Host processes whose command line contains `marker`."""
-    found = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            if marker.encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
-                found.append(int(pid))
-        except OSError:
-            pass
-    return found
+        raise AssertionError(f"the sandboxed task server survived its episode: {processes_with(f'/task/{task_id}')}")
 
 
 def test_query_page_counts_what_the_database_holds_now(tmp_path):
