@@ -28,7 +28,7 @@ from envs.library import SCALE_NAMES, Task, copy_environment, split_cells
 from envs.runtime.episode import Runtime
 from envs.runtime.upstream import ToolCallRecord
 from envs.task_env import EnvironmentCache, Verdict, judge, open_task_episode
-from envs.taskcheck import env_stats, tree_digest
+from envs.taskcheck import env_stats, same_environment
 
 READ_ANSWER = ("import json as _json\n"
                "print(_json.dumps(str(final_answer)) if 'final_answer' in globals() else 'null')")
@@ -112,7 +112,7 @@ async def validate_task(runtime: Runtime, task: Task, cache: EnvironmentCache,
             built = await asyncio.to_thread(cache.get, task, scale)
             again = cache.root / "again" / task.id / scale
             await asyncio.to_thread(task.build, again, scale)
-            if await asyncio.to_thread(tree_digest, built) != await asyncio.to_thread(tree_digest, again):
+            if not await asyncio.to_thread(same_environment, built, again):
                 problems.append(f"{scale}: building twice gives different bytes")
             rep.update(env_stats(built))
             untouched = await asyncio.to_thread(judge, task, scale, built, "", cache)

@@ -37,7 +37,7 @@ from typing import Any
 from envs.library import Task, TaskLoadError, load_task
 from envs.runtime.episode import Runtime
 from envs.task_env import EnvironmentCache, judge
-from envs.taskcheck import env_stats, tree_digest
+from envs.taskcheck import env_stats, same_environment
 from envs.validate import SolutionRun, run_solution, validate_task
 from rollout.agent_loop import ChatRenderer, LoopLimits
 from rollout.teacher import generator_trajectory
@@ -115,7 +115,7 @@ async def execute(runtime: Runtime, folder: Path, cache: EnvironmentCache, runne
         built = await asyncio.to_thread(cache.get, task, scale)
         again = cache.root / "again" / task.id / scale
         await asyncio.to_thread(task.build, again, scale)
-        if await asyncio.to_thread(tree_digest, built) != await asyncio.to_thread(tree_digest, again):
+        if not await asyncio.to_thread(same_environment, built, again):
             problems.append(f"{scale}: building twice gives different bytes (data.py must use only "
                             "random.Random(seed), fixed insertion order, no time or hash())")
         out["stats"] = env_stats(built)

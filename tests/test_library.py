@@ -5,13 +5,15 @@ proves each verifier rejects the untouched state and the task's wrong solutions 
 """
 
 import json
+import sqlite3
 import subprocess
 from collections import Counter
 
 import pytest
 
 from envs.library import load_library
-from tests.conftest import BIN
+from envs.taskcheck import same_environment
+from tests.conftest import BIN, LIBRARY_KEY
 
 
 def test_library_shape():
@@ -29,14 +31,22 @@ def test_library_shape():
     assert len(set(tool_sets)) == len(tool_sets)
 
 
-@pytest.mark.timeout(1500)  # 24 tasks x 4 scales of sandboxed runs: ~2 min here, more on a busy machine
-def test_whole_library_validates(tmp_path):
-    report = tmp_path / "validate.json"
-    r = subprocess.run([str(BIN / "progagent"), "tasks", "validate", "--json", str(report)],
-                       capture_output=True, text=True, timeout=1500)
+@pytest.mark.timeout(1500)  # 24 tasks x 4 scales of sandboxed runs: ~2 min of two cores here, more on a busy machine
+def test_whole_library_validates(request, tmp_path):
+    background = request.config.stash.get(LIBRARY_KEY, None)  # started with the session (conftest.py)
+    if background is not None:
+        rc, out = background.result(timeout=1500)
+        report = background.report
+    else:
+        report = tmp_path / "validate.json"
+        r = subprocess.run([str(BIN / "progagent"), "tasks", "validate", "--json", str(report)],
+                           capture_output=True, text=True, timeout=1500)
+        rc, out = r.returncode, r.stdout + r.stderr
+    assert report.exists(), out[-3000:]
     reports = json.loads(report.read_text())
     failed = {rep["task"]: rep["problems"] for rep in reports if not rep["ok"]}
-    assert r.returncode == 0 and not failed, (failed, r.stdout[-3000:], r.stderr[-3000:])
+    assert rc == 0 and not failed, (failed, out[-3000:])
+    assert len(reports) == len(load_library()[0])
     for rep in reports:
         sizes = [rep["scales"][s] for s in ("v0", "v1", "v2", "v3")]
         assert all(s["oracle_score"] == 1.0 for s in sizes)
@@ -44,3 +54,31 @@ def test_whole_library_validates(tmp_path):
         assert sizes[3]["rows"] >= 6 * sizes[0]["rows"], rep["task"]
         assert sizes[3]["files"] >= 2.4 * sizes[0]["files"] and sizes[3]["files"] >= 35, rep["task"]
         assert 80_000 <= sizes[0]["db_bytes"] <= 160_000 and 550_000 <= sizes[3]["db_bytes"] <= 800_000, rep["task"]
+
+
+def test_same_environment_compares_content_not_layout(tmp_path):
+    """The determinism check: two builds are the same; the same rows in other pages are the same; one
+    changed row, changed file or extra file is not."""
+    task = load_library()[0]["retail_loyalty_backfill"]
+    a, b = tmp_path / "a", tmp_path / "b"
+    task.build(a, "v0")
+    task.build(b, "v0")
+    assert same_environment(a, b)
+    con = sqlite3.connect(b / "db.sqlite")
+    con.execute("pragma page_size = 8192")
+    con.execute("vacuum")  # the same rows, laid out in pages of another size
+    con.close()
+    assert (a / "db.sqlite").read_bytes() != (b / "db.sqlite").read_bytes() and same_environment(a, b)
+    con = sqlite3.connect(b / "db.sqlite")
+    table = con.execute("select name from sqlite_master where type = 'table' order by name").fetchone()[0]
+    con.execute(f'delete from "{table}" where rowid = (select min(rowid) from "{table}")')
+    con.commit()
+    con.close()
+    assert not same_environment(a, b)
+    task.build(b, "v0")
+    some = next(p for p in sorted((b / "workspace").rglob("*")) if p.is_file())
+    some.write_bytes(some.read_bytes() + b" ")
+    assert not same_environment(a, b)
+    task.build(b, "v0")
+    (b / "workspace" / "extra.txt").write_text("x")
+    assert not same_environment(a, b)
