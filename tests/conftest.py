@@ -93,11 +93,13 @@ class LibraryValidation:
 
     It is the suite's longest test (a fifth of its CPU) and shares nothing with the others, while
     the others leave most of a core idle (they wait on process starts, kernels and actors). So it
-    runs beside them at low priority (nice 10, inherited by its workers and kernels): where both want
-    a core it gets about a tenth of it, so it mostly takes CPU nothing else wants, and the suite no
-    longer waits ~2 minutes for it at the end. Not idle priority (SCHED_IDLE, nice 19): starved
-    for minutes, its programs could run into their time limits. Only in a single-process session;
-    under xdist its test runs it in the foreground."""
+    runs beside them at low priority (nice 10, inherited by its workers): where both want a core it
+    gets about a tenth of it, so it mostly takes CPU nothing else wants, and the suite no longer
+    waits ~2 minutes for it at the end. It stays in the session's scheduler autogroup (its own
+    process group, not its own session): Linux shares CPU between autogroups first, so a new
+    session would get half the machine whatever its nice value. Not idle priority (SCHED_IDLE,
+    nice 19): starved for minutes, its programs could run into their time limits. Only in a
+    single-process session; under xdist its test runs it in the foreground."""
 
     def __init__(self, out: Path):
         self.report = out / "validate.json"
@@ -105,7 +107,7 @@ class LibraryValidation:
         with self.log.open("wb") as log:
             self.proc = subprocess.Popen([str(BIN / "progagent"), "tasks", "validate", "--json", str(self.report)],
                                          stdout=log, stderr=subprocess.STDOUT, preexec_fn=lambda: os.nice(10),
-                                         start_new_session=True)
+                                         process_group=0)
 
     def result(self, timeout: float) -> tuple[int, str]:
         """(exit code, output) once it has finished."""

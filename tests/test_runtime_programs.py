@@ -1,10 +1,14 @@
 """Programs in the persistent sandboxed kernel: state, native tool values, errors, output rules."""
 
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from envs.runtime.config import RuntimeConfig
 from envs.runtime.episode import Runtime
-from tests.conftest import fixture_upstream, processes_with, time_upstream
+from tests.conftest import ROOT, fixture_upstream, processes_with, time_upstream
 
 
 async def test_state_persists_and_only_prints_return(episode):
@@ -166,3 +170,30 @@ async def test_kernel_starts_without_the_debugger(episode):
     """shim/progagent_kernel.py: ipykernel without debugpy (a quarter of a kernel's start, unused)."""
     r = await episode.run_program("import sys\nprint(sys.modules.get('debugpy'), '_pydevd_bundle' in sys.modules)")
     assert r.text == "None False", r.text
+
+
+NICE_PROGRAM = """
+import asyncio
+from envs.runtime.config import RuntimeConfig
+from envs.runtime.episode import Runtime
+
+async def main():
+    rt = await Runtime(RuntimeConfig(warm_pool=0)).start()
+    ep = await rt.open_episode([])
+    r = await ep.run_program("import os\\nprint(os.nice(0), open('/proc/self/autogroup').read().split()[-1])")
+    print(r.text)
+    await ep.close()
+    await rt.close()
+
+asyncio.run(main())
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/autogroup").exists(), reason="no scheduler autogroups on this kernel")
+def test_kernel_of_a_niced_launcher_stays_niced():
+    """The sandbox's new session is a new scheduler autogroup; the kernel gives it the nice value it
+    inherited (shim/progagent_kernel.py), or a `nice`d runtime's kernels would compete at full share."""
+    r = subprocess.run(["nice", "-n", "7", sys.executable, "-c", NICE_PROGRAM], capture_output=True, text=True,
+                       timeout=120, cwd=ROOT)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.split() == ["7", "7"], r.stdout  # the kernel's nice value, and its autogroup's

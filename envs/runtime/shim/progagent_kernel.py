@@ -4,11 +4,29 @@ It is ipykernel's own launcher (ipykernel_launcher) without the debugger. ipyker
 at start when it can (~0.1 s of CPU, a quarter of a kernel's start, paid by every episode), to serve
 Jupyter's debug protocol; no episode client speaks it, and a program has `pdb` for post-mortems. A
 `None` in `sys.modules` makes `import debugpy` raise ImportError, which is ipykernel's documented
-"debugpy is not available" path (ipykernel.debugger._is_debugpy_available). Standard library only.
+"debugpy is not available" path (ipykernel.debugger._is_debugpy_available).
+
+It also keeps the launcher's CPU priority. The sandbox is a new session (bwrap --new-session), and
+where Linux groups scheduling by session (autogroups) a new session is a new group that shares the
+CPU with every other group as an equal, whatever its processes' nice value: the kernels of a
+launcher run under `nice` would get as much CPU as everything else on the machine together. The
+kernel gives its group the nice value it inherited (raising a priority number needs no privilege).
+Standard library only.
 """
 
+import os
 import sys
 from pathlib import Path
+
+
+def keep_inherited_priority() -> None:
+    nice = os.nice(0)
+    if nice > 0:
+        try:
+            Path("/proc/self/autogroup").write_text(str(nice))
+        except OSError:  # no autogroups (kernel option, sysctl off) or no /proc: nothing to keep
+            pass
+
 
 if __name__ == "__main__":
     # as ipykernel_launcher: the working directory leaves sys.path while ipykernel loads
@@ -16,6 +34,7 @@ if __name__ == "__main__":
     if sys.path[0] == "" or Path(sys.path[0]) == Path.cwd():
         del sys.path[0]
     sys.modules["debugpy"] = None  # type: ignore[assignment]
+    keep_inherited_priority()
 
     from ipykernel import kernelapp
 
