@@ -1,8 +1,5 @@
-import contextlib
 import os
 import shutil
-import signal
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -62,15 +59,13 @@ async def episode(runtime):
     await ep.close()
 
 
-# Order: every file that uses the shared Ray cluster first, back to back, so the cluster starts once
-# and stops as soon as the last of them ends (an idle cluster still costs CPU); then the rest; the
-# library validation last: it runs in the background from the start (see `library_validation`).
-# (With `PROGAGENT_TEST_WORKERS=N` each xdist worker restarts the cluster where it needs it.)
+# Order: the longest file first; then every file that uses the shared Ray cluster, back to back, so
+# the cluster starts once and stops as soon as the last of them ends (an idle cluster still costs CPU);
+# then the rest. (With `PROGAGENT_TEST_WORKERS=N` each xdist worker restarts it where it needs it.)
+FIRST = ("test_library.py",)
 RAY_FILES = ("test_train_driver.py", "test_fabric.py", "test_eval_filter.py", "test_harbor_fabric.py",
              "test_learner_group.py", "test_pool_openai.py")
 THEN = ("test_synth.py",)
-LAST = ("test_library.py",)
-LIBRARY_TEST = "tests/test_library.py::test_whole_library_validates"
 
 
 def _file(item) -> str:
@@ -78,67 +73,8 @@ def _file(item) -> str:
 
 
 def pytest_collection_modifyitems(config, items):
-    def rank(item) -> int:
-        name = _file(item)
-        if name in LAST:
-            return len(RAY_FILES + THEN) + 1
-        return (RAY_FILES + THEN).index(name) if name in RAY_FILES + THEN else len(RAY_FILES + THEN)
-
-    items.sort(key=rank)  # stable
-
-
-class LibraryValidation:
-    """`progagent tasks validate` over the whole library, started when the session starts and read
-    by its test, which runs last.
-
-    It is the suite's longest test (a fifth of its CPU) and shares nothing with the others, while
-    the others leave most of a core idle (they wait on process starts, kernels and actors). So it
-    runs beside them at low priority (nice 10, inherited by its workers): where both want a core it
-    gets about a tenth of it, so it mostly takes CPU nothing else wants, and the suite no longer
-    waits ~2 minutes for it at the end. It stays in the session's scheduler autogroup (its own
-    process group, not its own session): Linux shares CPU between autogroups first, so a new
-    session would get half the machine whatever its nice value. Not idle priority (SCHED_IDLE,
-    nice 19): starved for minutes, its programs could run into their time limits. Only in a
-    single-process session; under xdist its test runs it in the foreground."""
-
-    def __init__(self, out: Path):
-        self.report = out / "validate.json"
-        self.log = out / "validate.log"
-        with self.log.open("wb") as log:
-            self.proc = subprocess.Popen([str(BIN / "progagent"), "tasks", "validate", "--json", str(self.report)],
-                                         stdout=log, stderr=subprocess.STDOUT, preexec_fn=lambda: os.nice(10),
-                                         process_group=0)
-
-    def result(self, timeout: float) -> tuple[int, str]:
-        """(exit code, output) once it has finished."""
-        try:
-            rc = self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.stop()
-            raise
-        return rc, self.log.read_text(errors="replace")
-
-    def stop(self) -> None:
-        """Its worker process too (the kernels die with it): a session cut short leaves nothing."""
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        self.proc.wait()
-
-
-LIBRARY_KEY = pytest.StashKey[LibraryValidation]()
-
-
-def pytest_collection_finish(session):
-    if (not hasattr(session.config, "workerinput") and session.config.getoption("numprocesses", 0) in (0, None)
-            and any(item.nodeid == LIBRARY_TEST for item in session.items)):
-        session.config.stash[LIBRARY_KEY] = LibraryValidation(Path(tempfile.mkdtemp(prefix="progagent-libval-")))
-
-
-def pytest_unconfigure(config):
-    bg = config.stash.get(LIBRARY_KEY, None)
-    if bg is not None:
-        bg.stop()
-        shutil.rmtree(bg.report.parent, ignore_errors=True)
+    order = FIRST + RAY_FILES + THEN
+    items.sort(key=lambda item: order.index(_file(item)) if _file(item) in order else len(order))  # stable
 
 
 @pytest.fixture(scope="module")
