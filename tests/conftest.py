@@ -99,6 +99,9 @@ def pytest_collection_modifyitems(config, items):
     items.sort(key=lambda item: order.index(_file(item)) if _file(item) in order else len(order))  # stable
 
 
+_ray_temp: dict[str, str] = {}  # the shared cluster's temp folder, removed when the cluster stops
+
+
 @pytest.fixture(scope="module")
 def ray_session():
     """The in-process Ray cluster shared by the RAY_FILES, started by the first module that needs it:
@@ -107,8 +110,9 @@ def ray_session():
     import ray
 
     if not ray.is_initialized():  # its temp dir short: Ray's Unix socket paths are limited to 107 bytes
+        _ray_temp["dir"] = tempfile.mkdtemp(prefix="ray", dir="/tmp")
         ray.init(address="local", num_cpus=8, include_dashboard=False, log_to_driver=False,
-                 _temp_dir=tempfile.mkdtemp(prefix="ray", dir="/tmp"),
+                 _temp_dir=_ray_temp["dir"],
                  runtime_env={"env_vars": {"HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
                                            "OMP_NUM_THREADS": "1"}})
     yield
@@ -122,3 +126,5 @@ def pytest_runtest_teardown(item, nextitem):
 
         if ray.is_initialized():
             ray.shutdown()
+        if "dir" in _ray_temp:  # Ray leaves its session folder (logs, sockets) behind: one per run otherwise
+            shutil.rmtree(_ray_temp.pop("dir"), ignore_errors=True)

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import json
 import os
+import shutil
 import socket
 import subprocess
 import tempfile
@@ -117,6 +118,7 @@ def test_ray_job_submit_resumes_the_checkpoint_on_a_head_node(checkpointed_run, 
         assert train_rows[-1]["dispatch/episodes_resubmitted"] == len(pending)
     finally:
         _stop_cluster(temp, port)
+        shutil.rmtree(temp, ignore_errors=True)
 
 
 def _stop_cluster(temp: str, port: int) -> None:
