@@ -33,20 +33,21 @@ def _dump_digest(db: Path) -> str:
     return h.hexdigest()
 
 
+def _workspace_files(root: Path) -> list[Path]:
+    ws = root / "workspace"
+    return sorted(p.relative_to(ws) for p in ws.rglob("*") if p.is_file())
+
+
 def same_environment(a: Path, b: Path) -> bool:
     """Whether two built environments hold the same database content and workspace files.
 
-    The database files are compared as bytes first: a deterministic build writes identical pages,
-    and that is a read, where the SQL dump is a Python loop over every row (most of this check's
-    cost at v3). Only files that differ are compared by content, since the same rows can be laid out
-    in different pages."""
-    files = []
-    for root in (a, b):
-        ws = root / "workspace"
-        files.append(sorted(p.relative_to(ws) for p in ws.rglob("*") if p.is_file()))
-    if files[0] != files[1]:
-        return False
-    if any((a / "workspace" / p).read_bytes() != (b / "workspace" / p).read_bytes() for p in files[0]):
+    The databases are compared as bytes first: a deterministic build writes identical pages, and
+    reading them is cheap where the SQL dump is a Python loop over every row (most of this check's
+    cost at v3). Only databases whose bytes differ are compared row by row, since the same rows can
+    be laid out in different pages."""
+    files = _workspace_files(a)
+    if files != _workspace_files(b) or any(
+            (a / "workspace" / p).read_bytes() != (b / "workspace" / p).read_bytes() for p in files):
         return False
     da, db = a / "db.sqlite", b / "db.sqlite"
     return da.read_bytes() == db.read_bytes() or _dump_digest(da) == _dump_digest(db)

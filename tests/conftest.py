@@ -70,10 +70,9 @@ THEN = ("test_vllm_backend.py", "test_synth.py", "test_runtime_security.py", "te
         "test_harbor_import.py", "test_runtime_programs.py", "test_context_and_model.py",
         "test_learner_megatron.py", "test_runtime_mcp_server.py", "test_task_format.py")
 
-# `--part`: scripts/test.sh runs the suite in two parts. "serial": the library validation and the Ray
-# files, in one process; they use both cores each (the validation's two workers; Ray's actors) and
-# are latency-bound, so running anything beside them only slows them down. "parallel": the rest,
-# mostly one core each, on two xdist workers (4:05 against ~6:50 in one process, measured here).
+# `--part`: scripts/test.sh runs the suite in two parts (why, and what was measured: there).
+# "serial": the library validation and the Ray files, which use both cores each (the validation's two
+# workers; Ray's actors), in one process. "parallel": the rest, mostly one core each, on two workers.
 SERIAL = FIRST + RAY_FILES
 
 
