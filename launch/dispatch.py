@@ -163,11 +163,19 @@ class RolloutDispatcher:
         await asyncio.gather(*self._tasks, return_exceptions=True)
 
     def state(self) -> dict[str, Any]:
-        """Take it BEFORE the buffer's state: an episode finishing in between is then in both (the
-        buffer drops the re-run's copy) rather than in neither."""
+        """Take it BEFORE the buffer's state, then `drop_buffered` what that state holds: every
+        unconsumed sample is then in exactly one of the two, whenever an episode was filed."""
         return {"submitted_groups": self.submitted_groups, "version": self.version,
                 "rng": self.sampler.rng.getstate(), **self.counters,
                 "pending": [msgspec.to_builtins(r) for r in self.pending.values()]}
+
+    @staticmethod
+    def drop_buffered(state: dict[str, Any], buffered: set[tuple[str, int]]) -> dict[str, Any]:
+        """`state` without the pending requests whose (group_id, sample_idx) the buffer already holds
+        (its `seen`): filed after `state` was taken, or filed by a task that stop() cancelled while
+        `buffer.add` was under way, before it could drop its `pending` entry. A resume then re-runs
+        only what is missing, and nothing is both buffered and re-run."""
+        return {**state, "pending": [r for r in state["pending"] if (r["group_id"], r["sample_idx"]) not in buffered]}
 
     def load_state(self, st: dict[str, Any]) -> None:
         self.submitted_groups = st["submitted_groups"]

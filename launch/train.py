@@ -30,6 +30,7 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
+from actors.buffer import BufferState
 from launch.config import ConfigError, TrainConfig, load_config
 from launch.dispatch import RolloutDispatcher, TaskSampler
 from launch.fabric import Fabric, init_ray, resolve_model, task_ids
@@ -185,8 +186,11 @@ async def finish(fabric: Fabric, cfg: TrainConfig, tasks: list[str], log: Metric
 async def checkpoint(fabric: Fabric, dispatcher: RolloutDispatcher, path: Path, step: int) -> None:
     path.mkdir(parents=True, exist_ok=True)
     await fabric.learner.save.remote(str(path / "learner"))
-    driver = {"step": step, "dispatcher": dispatcher.state()}  # before the buffer: see RolloutDispatcher.state
-    (path / "buffer.msgpack").write_bytes(await fabric.buffer.state.remote())
+    state = dispatcher.state()  # before the buffer's: see RolloutDispatcher.state
+    buffered = await fabric.buffer.state.remote()
+    seen = {(gid, idx) for gid, idx in msgspec.msgpack.decode(buffered, type=BufferState).seen}
+    driver = {"step": step, "dispatcher": RolloutDispatcher.drop_buffered(state, seen)}
+    (path / "buffer.msgpack").write_bytes(buffered)
     (path / "driver.json").write_text(json.dumps(driver))
 
 

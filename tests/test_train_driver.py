@@ -72,6 +72,22 @@ def test_train_writes_run_folder_and_checkpoint(checkpointed_run):
     assert not pending & buffered and len(pending | buffered) == unconsumed * cfg.buffer.group_size
 
 
+def test_checkpoint_pending_leaves_out_what_the_buffer_holds():
+    """An episode filed between the dispatcher's snapshot and the buffer's (or whose task stop()
+    cancelled inside `buffer.add`) is the buffer's alone: a resume must not run it again."""
+    from actors.env_worker import EpisodeRequest
+    from launch.dispatch import RolloutDispatcher, TaskSampler
+
+    d = RolloutDispatcher([], None, TaskSampler(["t"], {"v0": 1.0}, 0), group_size=2, groups_per_step=1,
+                          max_staleness=0, harness="ptc")
+    for k in range(2):
+        d.pending[("g0", k)] = EpisodeRequest(task_id="t", scale="v0", group_id="g0", sample_idx=k)
+    state = d.state()
+    kept = RolloutDispatcher.drop_buffered(state, {("g0", 1), ("g9", 0)})
+    assert [(r["group_id"], r["sample_idx"]) for r in kept["pending"]] == [("g0", 0)]
+    assert len(state["pending"]) == 2 and kept["submitted_groups"] == state["submitted_groups"]
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
