@@ -20,6 +20,14 @@ if [ $# -gt 0 ]; then
     exec "${PYTEST[@]}" -n "${PROGAGENT_TEST_WORKERS:-0}" "$@"
 fi
 status=0
-"${PYTEST[@]}" -n 0 --part serial || status=$?
-"${PYTEST[@]}" -n 2 --part parallel || { rc=$?; [ "$status" -ne 0 ] || status=$rc; }
+note() { [ "$status" -ne 0 ] || status=$1; }
+beside_log=$(mktemp)
+"${PYTEST[@]}" -n 0 --part beside > "$beside_log" 2>&1 &
+beside=$!
+trap 'kill "$beside" 2>/dev/null || true' EXIT  # interrupted: not left running
+"${PYTEST[@]}" -n 0 --part serial || note $?
+wait "$beside" || note $?
+cat "$beside_log"
+rm -f "$beside_log"
+"${PYTEST[@]}" -n 2 --part parallel || note $?
 exit "$status"

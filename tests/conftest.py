@@ -59,21 +59,28 @@ async def episode(runtime):
     await ep.close()
 
 
-# Order: the longest file first; then every file that uses the shared Ray cluster, back to back, so
-# the cluster starts once and stops as soon as the last of them ends (an idle cluster still costs CPU);
-# then the rest, longest first (so that, run by xdist workers, the last to finish are short).
+# Order: every file that uses the shared Ray cluster, back to back, so the cluster starts once and
+# stops as soon as the last of them ends (an idle cluster still costs CPU); then the library
+# validation; then the rest, longest first (so that, run by xdist workers, the last to finish are short).
 # (With `PROGAGENT_TEST_WORKERS=N` each xdist worker restarts the cluster where it needs it.)
-FIRST = ("test_library.py",)
 RAY_FILES = ("test_train_driver.py", "test_fabric.py", "test_eval_filter.py", "test_harbor_fabric.py",
              "test_learner_group.py", "test_pool_openai.py")
+LIBRARY = ("test_library.py",)
 THEN = ("test_vllm_backend.py", "test_synth.py", "test_runtime_security.py", "test_rollout.py",
         "test_harbor_import.py", "test_runtime_programs.py", "test_context_and_model.py",
         "test_learner_megatron.py", "test_runtime_mcp_server.py", "test_task_format.py")
 
-# `--part`: scripts/test.sh runs the suite in two parts (why, and what was measured: there).
-# "serial": the library validation and the Ray files, which use both cores each (the validation's two
-# workers; Ray's actors), in one process. "parallel": the rest, mostly one core each, on two workers.
-SERIAL = FIRST + RAY_FILES
+# `--part`: scripts/test.sh runs the suite in three parts (why, and what was measured: there).
+# "serial": the Ray files, then the library validation, in one process: each uses both cores at times
+# (Ray's actors; the validation's two workers). "beside": short, mostly waiting files (sandbox
+# timeouts, restarts, MCP round trips), run in a second process beside "serial" on the CPU its Ray
+# tests leave idle. "parallel": the rest, one core each, on two workers after both.
+PARTS = {
+    "serial": RAY_FILES + LIBRARY,
+    "beside": ("test_runtime_security.py", "test_runtime_programs.py", "test_runtime_mcp_server.py",
+               "test_task_format.py", "test_harbor_export.py", "test_openai_teacher.py", "test_learner_torch.py",
+               "test_runtime_limits.py", "test_learner_losses.py"),
+}
 
 
 def _file(item) -> str:
@@ -81,20 +88,25 @@ def _file(item) -> str:
 
 
 def pytest_addoption(parser):
-    parser.addoption("--part", choices=("serial", "parallel"), default=None,
+    parser.addoption("--part", choices=("serial", "beside", "parallel"), default=None,
                      help="only the tests of one part of the suite (see tests/conftest.py)")
 
 
+def _part(name: str) -> str:
+    return next((part for part, files in PARTS.items() if name in files), "parallel")
+
+
 def pytest_ignore_collect(collection_path, config):
-    """The other part's files are not even imported (vLLM's import alone is seconds)."""
+    """Other parts' files are not even imported (vLLM's import alone is seconds). Never False: that
+    would override `--ignore`."""
     part = config.getoption("--part")
     if part is not None and collection_path.suffix == ".py" and collection_path.name.startswith("test_"):
-        return (collection_path.name in SERIAL) != (part == "serial")
+        return True if _part(collection_path.name) != part else None
     return None
 
 
 def pytest_collection_modifyitems(config, items):
-    order = FIRST + RAY_FILES + THEN
+    order = RAY_FILES + LIBRARY + THEN
     items.sort(key=lambda item: order.index(_file(item)) if _file(item) in order else len(order))  # stable
 
 

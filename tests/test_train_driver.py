@@ -157,7 +157,8 @@ def _stop_cluster(temp: str, port: int) -> None:
     for p in procs:
         with contextlib.suppress(psutil.NoSuchProcess):
             p.terminate()
-    _, alive = psutil.wait_procs(procs, timeout=10)
+    # a short grace: some of Ray's agents take 10 s or more to act on SIGTERM, and this is test cleanup
+    _, alive = psutil.wait_procs(procs, timeout=2)
     for p in alive:
         with contextlib.suppress(psutil.NoSuchProcess):
             p.kill()
