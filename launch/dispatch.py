@@ -163,8 +163,8 @@ class RolloutDispatcher:
         await asyncio.gather(*self._tasks, return_exceptions=True)
 
     def state(self) -> dict[str, Any]:
-        """Take it BEFORE the buffer's state, then `drop_buffered` what that state holds: every
-        unconsumed sample is then in exactly one of the two, whenever an episode was filed."""
+        """Take it BEFORE the buffer's state, then `drop_buffered` the keys that state holds: every
+        unconsumed sample is then in exactly one of the two, however episodes and snapshots interleave."""
         return {"submitted_groups": self.submitted_groups, "version": self.version,
                 "rng": self.sampler.rng.getstate(), **self.counters,
                 "pending": [msgspec.to_builtins(r) for r in self.pending.values()]}

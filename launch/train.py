@@ -30,7 +30,6 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
-from actors.buffer import BufferState
 from launch.config import ConfigError, TrainConfig, load_config
 from launch.dispatch import RolloutDispatcher, TaskSampler
 from launch.fabric import Fabric, init_ray, resolve_model, task_ids
@@ -183,12 +182,19 @@ async def finish(fabric: Fabric, cfg: TrainConfig, tasks: list[str], log: Metric
     return out
 
 
+class _BufferKeys(msgspec.Struct):
+    """The part of a buffer state (actors.buffer.BufferState) a checkpoint reads back: the keys of
+    every trajectory filed. Decoding only it skips the trajectories themselves."""
+
+    seen: list[tuple[str, int]]
+
+
 async def checkpoint(fabric: Fabric, dispatcher: RolloutDispatcher, path: Path, step: int) -> None:
     path.mkdir(parents=True, exist_ok=True)
     await fabric.learner.save.remote(str(path / "learner"))
     state = dispatcher.state()  # before the buffer's: see RolloutDispatcher.state
     buffered = await fabric.buffer.state.remote()
-    seen = {(gid, idx) for gid, idx in msgspec.msgpack.decode(buffered, type=BufferState).seen}
+    seen = {(gid, idx) for gid, idx in msgspec.msgpack.decode(buffered, type=_BufferKeys).seen}
     driver = {"step": step, "dispatcher": RolloutDispatcher.drop_buffered(state, seen)}
     (path / "buffer.msgpack").write_bytes(buffered)
     (path / "driver.json").write_text(json.dumps(driver))

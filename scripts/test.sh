@@ -29,9 +29,10 @@ note() { [ "$status" -ne 0 ] || status=$1; }
 beside_log=$(mktemp)
 "${PYTEST[@]}" -n 0 --part beside > "$beside_log" 2>&1 &
 beside=$!
-trap 'kill "$beside" 2>/dev/null || true' EXIT  # interrupted: not left running
+trap 'kill "$beside" 2>/dev/null; rm -f "$beside_log"' EXIT  # interrupted: nothing left running or behind
 "${PYTEST[@]}" -n 0 --part serial || note $?
 wait "$beside" || note $?
+trap - EXIT  # reaped: its pid may belong to another process now
 cat "$beside_log"
 rm -f "$beside_log"
 "${PYTEST[@]}" -n 2 --part parallel || note $?

@@ -70,11 +70,8 @@ THEN = ("test_vllm_backend.py", "test_synth.py", "test_runtime_security.py", "te
         "test_harbor_import.py", "test_runtime_programs.py", "test_context_and_model.py",
         "test_learner_megatron.py", "test_runtime_mcp_server.py", "test_task_format.py")
 
-# `--part`: scripts/test.sh runs the suite in three parts (why, and what was measured: there).
-# "serial": the Ray files, then the library validation, in one process: each uses both cores at times
-# (Ray's actors; the validation's two workers). "beside": short, mostly waiting files (sandbox
-# timeouts, restarts, MCP round trips), run in a second process beside "serial" on the CPU its Ray
-# tests leave idle. "parallel": the rest, one core each, on two workers after both.
+# `--part`: the three parts scripts/test.sh runs (what each is for, and what was measured: there);
+# a file in neither list below is in "parallel".
 PARTS = {
     "serial": RAY_FILES + LIBRARY,
     "beside": ("test_runtime_security.py", "test_runtime_programs.py", "test_runtime_mcp_server.py",
