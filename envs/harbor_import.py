@@ -295,7 +295,8 @@ class HarborTask:
 
     def container_argv(self, tree: Path, *, binds: Sequence[tuple[Path, str]] = (), env: dict[str, str] | None = None,
                        network: bool | None = None) -> list[str]:
-        """bubblewrap options that give a process this task's container view of `tree` (then `--`, the command).
+        """bubblewrap options that give a process this task's container view of `tree` (to start with
+        envs/runtime/sandbox.launch_argv and a command).
 
         As root of its own user namespace with no capabilities; network only if the task allows
         internet; host /usr, a few /etc files and this project's Python read-only; the tree's mount

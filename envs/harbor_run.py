@@ -47,6 +47,7 @@ import msgspec
 
 from envs.harbor_import import HarborTask, load_harbor_task, resolve_host_env
 from envs.runtime.episode import Episode, EpisodeState, Runtime
+from envs.runtime.sandbox import BWRAP_ENV, launch_argv
 from envs.runtime.upstream import UpstreamSpec
 from envs.task_env import Verdict
 
@@ -90,13 +91,14 @@ def tree_of(state: EpisodeState | str | Path) -> Path:
     return Path(state.env_root) / TREE_DIR if isinstance(state, EpisodeState) else Path(state)
 
 
-def upstream_specs(task: HarborTask, tree: Path) -> list[UpstreamSpec]:
-    """The task's MCP servers for one episode: stdio commands inside the container view of `tree`."""
+def upstream_specs(task: HarborTask, tree: Path, scratch: Path) -> list[UpstreamSpec]:
+    """The task's MCP servers for one episode: stdio commands inside the container view of `tree`
+    (`scratch`: a host folder for their sandbox options, envs/runtime/sandbox.launch_argv)."""
     specs = []
     for server in task.config.environment.mcp_servers:
         if server.transport == "stdio":
-            argv = task.container_argv(tree) + ["--", server.command, *server.args]
-            specs.append(UpstreamSpec(server.name, command=argv))
+            argv = launch_argv(task.container_argv(tree), [server.command, *server.args], scratch)
+            specs.append(UpstreamSpec(server.name, command=argv, env=BWRAP_ENV))
         else:
             specs.append(UpstreamSpec(server.name, url=server.url))
     return specs
@@ -107,7 +109,7 @@ async def open_harbor_episode(runtime: Runtime, task: HarborTask) -> Episode:
 
     async def prepare(env_root: Path) -> list[UpstreamSpec]:
         tree = await asyncio.to_thread(task.materialize, env_root / TREE_DIR)
-        return upstream_specs(task, tree)
+        return upstream_specs(task, tree, env_root.parent / "sandbox")
 
     return await runtime.open_episode(prepare)
 
@@ -115,12 +117,13 @@ async def open_harbor_episode(runtime: Runtime, task: HarborTask) -> Episode:
 def run_script(task: HarborTask, tree: Path, script: str, *, binds: Sequence[tuple[Path, str]],
                env: dict[str, str], timeout_s: float, log_file: Path) -> ScriptRun:
     """`bash SCRIPT` in the container view; output to log_file; killed (whole namespace) at the deadline."""
-    argv = task.container_argv(tree, binds=binds, env=task.base_env() | resolve_host_env(env)) + ["--", "bash", script]
     t0 = time.perf_counter()
     timed_out = False
-    with open(log_file, "wb") as out:
+    with open(log_file, "wb") as out, tempfile.TemporaryDirectory(prefix="harbor-bwrap-") as scratch:
+        argv = launch_argv(task.container_argv(tree, binds=binds, env=task.base_env() | resolve_host_env(env)),
+                           ["bash", script], scratch)
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+                                env=BWRAP_ENV, start_new_session=True)
         try:
             code: int | None = proc.wait(timeout_s)
         except subprocess.TimeoutExpired:

@@ -28,6 +28,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic_core import to_jsonable_python
 
+from envs.runtime.sandbox import BWRAP_ENV
 from envs.runtime.upstream import Upstream, UpstreamSpec
 from envs.tool_host import build_signature
 
@@ -66,7 +67,8 @@ class HostedTaskTools(Upstream):
                     self.server_object = self._server(first)
             if self.fallback is not None:  # the SDK's stdio server in the same sandbox
                 self.server_object = None
-                self.spec = msgspec.structs.replace(self.spec, command=self._wrap(self.fallback_argv))
+                self.spec = msgspec.structs.replace(self.spec, command=self._wrap(self.fallback_argv),
+                                                    env=BWRAP_ENV)
             await super().start(timeout)
         except BaseException:
             await self.close()
@@ -77,7 +79,8 @@ class HostedTaskTools(Upstream):
         try:
             self.proc = await asyncio.create_subprocess_exec(
                 *self._wrap(self.argv), stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-                stderr=errlog or asyncio.subprocess.DEVNULL, limit=_LINE_LIMIT, start_new_session=True)
+                stderr=errlog or asyncio.subprocess.DEVNULL, limit=_LINE_LIMIT, start_new_session=True,
+                env=BWRAP_ENV)
         finally:
             if errlog:
                 errlog.close()

@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from envs.library import Task, copy_environment
-from envs.runtime.sandbox import TASK_CODE, isolation_argv, python_binds, setenv_argv
+from envs.runtime.sandbox import TASK_CODE, isolation_argv, launch_argv, python_binds, setenv_argv
 
 if TYPE_CHECKING:
     from envs.runtime.episode import Episode, EpisodeState, Runtime
@@ -116,7 +116,8 @@ class EnvironmentCache:
 
 def sandboxed_server_argv(task: Task, env_root: Path, module: str = "envs.task_server") -> list[str]:
     """`python -m envs.task_server` (or `module`: envs.tool_host) for `task` over `env_root`, inside
-    bubblewrap (module docstring)."""
+    bubblewrap (module docstring), started through `launch_argv` (its options kept next to `env_root`,
+    outside it: `env_root` is bound into the sandbox)."""
     folder = Path(task.dir).resolve()
     task_dir = f"{IN_TASK}/{folder.name}"  # the folder keeps its name: load_task checks it against the id
     argv = isolation_argv(bwrap=shutil.which("bwrap") or "bwrap") + python_binds()
@@ -128,7 +129,8 @@ def sandboxed_server_argv(task: Task, env_root: Path, module: str = "envs.task_s
     argv += setenv_argv({"HOME": "/tmp", "PATH": f"{Path(sys.prefix) / 'bin'}:/usr/local/bin:/usr/bin:/bin",
                          "LANG": "C.UTF-8", "PYTHONPATH": IN_CODE, "PYTHONDONTWRITEBYTECODE": "1",
                          "PYTHONUNBUFFERED": "1", "USER": "sandbox"})
-    return argv + ["--", sys.executable, "-m", module, "--task", task_dir, "--root", IN_ENV]
+    return launch_argv(argv, [sys.executable, "-m", module, "--task", task_dir, "--root", IN_ENV],
+                       Path(env_root).resolve().parent / "sandbox")
 
 
 def task_upstream(task: Task, env_root: Path, transport: str = "inprocess", *, limits: LimitBackend | None = None,

@@ -16,6 +16,8 @@ from typing import Any
 
 import msgspec
 
+from envs import untrusted_fs
+
 __all__ = [
     "SCALES",
     "Env",
@@ -145,8 +147,62 @@ class Env:
         return {"items": items, "page": page_no, "page_size": page_size, "total": total,
                 "next_page": page_no + 1 if start + page_size < total else None}
 
+    #: the largest workspace file a tool reads: a program can write a file of any size
+    MAX_READ_BYTES = 8 * 2**20
+
+    def read_bytes(self, path: str) -> bytes:
+        """The bytes of the workspace file `path` (relative to the workspace), read as the host must
+        read what a program may have written (envs/untrusted_fs.py): never through a link, never a
+        pipe or device, never more than MAX_READ_BYTES. Anything else is a ToolError saying why."""
+        try:
+            return untrusted_fs.read_file(self.workspace, path, self.MAX_READ_BYTES)
+        except untrusted_fs.PathRefused as exc:
+            text = str(exc)
+            if text.endswith("does not exist") or text.endswith("is not a folder"):
+                raise ToolError(f"no file {path!r} in the workspace; use list_files to see the available paths") \
+                    from None
+            if "is a folder" in text:
+                raise ToolError(f"{path!r} is a folder; list_files(directory={path!r}) lists its files") from None
+            raise ToolError(text) from None
+
+    def read_text(self, path: str) -> str:
+        """`read_bytes` decoded as UTF-8."""
+        data = self.read_bytes(path)
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ToolError(f"{path!r} is not UTF-8 text (byte {exc.start})") from None
+
+    def write_text(self, path: str, text: str) -> int:
+        """Create or replace the workspace file `path` (parent folders created); its size in bytes.
+        Never writes through a link: the new file takes the name in place (envs/untrusted_fs.py)."""
+        try:
+            return untrusted_fs.write_file(self.workspace, path, text.encode("utf-8"))
+        except untrusted_fs.PathRefused as exc:
+            raise ToolError(str(exc)) from None
+
+    def list_files(self, directory: str = "") -> list[dict[str, Any]]:
+        """[{"path", "bytes"}] of every regular file under the workspace folder `directory` ("" = all),
+        paths relative to the workspace, in path order. Links and special files are not listed (nor
+        followed); a tree past the walk's limits is a ToolError."""
+        try:
+            return [{"path": p, "bytes": n} for p, n in untrusted_fs.list_files(self.workspace, directory)]
+        except untrusted_fs.TreeTooLarge as exc:
+            raise ToolError(str(exc)) from None
+        except untrusted_fs.PathRefused as exc:
+            text = str(exc)
+            if text.endswith("does not exist") or text.endswith("is not a folder"):
+                raise ToolError(f"no folder {directory!r} in the workspace; call list_files() to see every file") \
+                    from None
+            raise ToolError(text) from None
+
     def file(self, relpath: str) -> Path:
-        """A workspace path; refuses paths that leave the workspace."""
+        """A workspace path, refused when it leaves the workspace at the time of the call.
+
+        Only for code that runs inside a sandbox (model-written tasks: their tools and verifiers run in
+        bubblewrap, envs/code_runner.py): the folder checked now may be a link by the time the path is
+        opened, so the host never opens such a path. Shipped tasks use `read_text`, `write_text` and
+        `list_files` (tests/test_task_format.py holds them to it)."""
         path = (self.workspace / relpath).resolve()
         if not path.is_relative_to(self.workspace.resolve()):
             raise ToolError(f"path {relpath!r} is outside the workspace")

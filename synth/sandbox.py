@@ -46,7 +46,7 @@ from typing import Any
 
 from envs.library import Task
 from envs.runtime.limits import LimitBackend, SandboxLimits
-from envs.runtime.sandbox import TASK_CODE, isolation_argv, python_binds, setenv_argv
+from envs.runtime.sandbox import BWRAP_ENV, TASK_CODE, isolation_argv, launch_argv, python_binds, setenv_argv
 from envs.taskkit import Env
 
 log = logging.getLogger(__name__)
@@ -100,8 +100,9 @@ def bwrap_works() -> bool:
         return False
 
 
-def sandbox_argv(ro: list[tuple[Path, str]], rw: list[tuple[Path, str]]) -> list[str]:
-    """bubblewrap for one child: the kernel sandbox's flags, the Python installation, `ro` and `rw` binds."""
+def sandbox_argv(ro: list[tuple[Path, str]], rw: list[tuple[Path, str]], scratch: Path) -> list[str]:
+    """bubblewrap for one child: the kernel sandbox's flags, the Python installation, `ro` and `rw` binds
+    (started through `launch_argv`, its options in `scratch`)."""
     argv = isolation_argv(bwrap=shutil.which("bwrap") or "bwrap") + python_binds()
     for rel, src in SOURCES.items():
         argv += ["--ro-bind", str(src), f"{IN_CODE}/{rel}"]
@@ -112,7 +113,7 @@ def sandbox_argv(ro: list[tuple[Path, str]], rw: list[tuple[Path, str]]) -> list
     argv += ["--chdir", "/tmp", "--remount-ro", "/"]
     env = {"HOME": "/tmp", "PATH": f"{Path(sys.prefix) / 'bin'}:/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8",
            "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1", "USER": "sandbox"}
-    return argv + setenv_argv(env) + ["--", sys.executable, f"{IN_CODE}/task_child.py"]
+    return launch_argv(argv + setenv_argv(env), [sys.executable, f"{IN_CODE}/task_child.py"], scratch)
 
 
 class CodeRunner:
@@ -150,12 +151,14 @@ class CodeRunner:
         host path); the request's `key` entries become the paths the child sees them at."""
         folder = Path(folder).resolve()
         ro, rw = dict(ro or {}), dict(rw or {})
+        scratch = None
         if self.mode == "bwrap":
             inside = {k: f"{IN_ENV}/{k}" for k in (*ro, *rw)}
             task_dir = f"{IN_TASK}/{folder.name}"
+            scratch = tempfile.TemporaryDirectory(prefix="progagent-synth-")
             argv = sandbox_argv([(folder, task_dir), *((Path(p), inside[k]) for k, p in ro.items())],
-                                [(Path(p), inside[k]) for k, p in rw.items()])
-            env = None
+                                [(Path(p), inside[k]) for k, p in rw.items()], Path(scratch.name))
+            env = BWRAP_ENV
         else:
             inside = {k: str(Path(p)) for k, p in (*ro.items(), *rw.items())}
             task_dir = str(folder)
@@ -171,6 +174,8 @@ class CodeRunner:
         finally:
             if limits is not None:
                 limits.release()
+            if scratch is not None:
+                scratch.cleanup()
         if reply is None:
             lines = stderr.strip().splitlines()
             if died == 1 and len(lines) == 1 and lines[0].startswith("bwrap: "):  # the sandbox, not the task

@@ -48,7 +48,7 @@ def explode(env: Env, item_id: int) -> dict:
 @tool
 def read_file(env: Env, path: str) -> str:
     """Read a workspace file."""
-    return env.file(path).read_text()
+    return env.read_text(path)
 
 
 @tool
@@ -299,6 +299,25 @@ async def test_sandboxed_task_server_sees_no_host_files_or_network(tmp_path, run
         time.sleep(0.1)
     else:
         raise AssertionError(f"the sandboxed task server survived its episode: {processes_with(f'/task/{task_id}')}")
+
+
+def test_shipped_tasks_touch_workspace_files_only_through_the_env_methods():
+    """A path taken from `env.workspace` or `env.file()` and opened later can be a link by then (the
+    race tests/test_attack_task_tools.py runs): shipped tools and verifiers use read_text,
+    write_text and list_files, which open what they check."""
+    import re
+
+    from envs.library import LIBRARY_DIR
+
+    offending = []
+    for folder in (LIBRARY_DIR, LIBRARY_DIR.parent / "starter_tasks"):
+        for path in sorted(folder.glob("*/*.py")):
+            if path.name not in ("tools.py", "verify.py"):
+                continue
+            for no, line in enumerate(path.read_text().splitlines(), 1):
+                if re.search(r"\.workspace\b|\.file\(|\bopen\(|\.read_text\(\)|\.glob\(|\bos\.", line):
+                    offending.append(f"{path.relative_to(folder.parent)}:{no}: {line.strip()}")
+    assert not offending, "\n".join(offending)
 
 
 def test_query_page_counts_what_the_database_holds_now(tmp_path):

@@ -22,6 +22,9 @@ class RuntimeConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     warm_pool: int = 2
     #: a tool call from a program that takes longer than this fails with ToolError
     tool_timeout_s: float = 60.0
+    #: tool calls of one episode running at once (more wait, holding no thread): one episode cannot
+    #: take every worker thread of the in-process tool servers it shares a process with
+    max_tool_calls_in_flight: int = 8
     #: raise ToolError when a server reports failure only in its text (see upstream.looks_like_error)
     error_heuristic: bool = True
     #: show the value of a program's last expression (like a notebook) in addition to prints

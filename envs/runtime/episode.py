@@ -238,7 +238,8 @@ class Runtime:
                 ups = [u if isinstance(u, Upstream) else Upstream(u, errlog=slot.dir / f"upstream-{u.name}.log")
                        for u in specs]
                 router = Upstreams(ups, heuristic=self.config.error_heuristic,
-                                   call_timeout_s=self.config.tool_timeout_s)
+                                   call_timeout_s=self.config.tool_timeout_s,
+                                   max_in_flight=self.config.max_tool_calls_in_flight)
                 await router.start()
             slot.bridge.attach(router)
         except BaseException:

@@ -28,7 +28,7 @@ from jupyter_client.asynchronous.client import AsyncKernelClient
 
 from envs.runtime.config import RuntimeConfig
 from envs.runtime.limits import LimitBackend, SandboxLimits
-from envs.runtime.sandbox import IN_KERNEL_DIR, bwrap_argv, kernel_argv
+from envs.runtime.sandbox import BWRAP_ENV, IN_KERNEL_DIR, bwrap_argv, kernel_argv, launch_argv
 
 log = logging.getLogger(__name__)
 
@@ -77,13 +77,12 @@ class SandboxedKernel:
         host_conn.write_text(json.dumps(dict(base, ip=str(self.kernel_dir / "k"))))
 
         self.limits = self.backend.create(f"{self.run_dir.name}-{self.starts}")
-        argv = self.limits.wrap(bwrap_argv(self.kernel_dir, self.tools_dir, self.workspace)
-                                + kernel_argv(f"{IN_KERNEL_DIR}/kernel.json"))
-        env = {k: v for k, v in os.environ.items() if k != "JPY_PARENT_PID"}
+        argv = self.limits.wrap(launch_argv(bwrap_argv(self.kernel_dir, self.tools_dir, self.workspace),
+                                            kernel_argv(f"{IN_KERNEL_DIR}/kernel.json"), self.run_dir))
         log_file = open(self.run_dir / "kernel.log", "ab")
         try:
             self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log_file, stderr=log_file,
-                                         env=env, start_new_session=True)
+                                         env=BWRAP_ENV, start_new_session=True)
         finally:
             log_file.close()
         self.starts += 1

@@ -54,7 +54,8 @@ class RuntimeServer:
     async def lifespan(self, _server: Any) -> AsyncIterator[dict]:
         self.runtime = await Runtime(self.config).start(wait=False)
         self.router = Upstreams([Upstream(s) for s in self.specs], heuristic=self.config.error_heuristic,
-                                call_timeout_s=self.config.tool_timeout_s)
+                                call_timeout_s=self.config.tool_timeout_s,
+                                max_in_flight=self.config.max_tool_calls_in_flight)
         try:
             await self.router.start()
             yield {}

@@ -18,22 +18,52 @@ and the fresh root with /usr, /proc, /dev, /tmp) and `python_binds` (the Python 
 task library folders hidden) are also used by the synthesis code child (synth/sandbox.py), the
 sandboxed task MCP server (envs/task_env.py) and Harbor's container view (envs/harbor_import.py).
 `TASK_CODE` is what a task folder's code imports from the repository (bound file by file).
+
+Every one of them starts through `launch_argv`, with `BWRAP_ENV` as bubblewrap's own environment:
+bubblewrap stays in the sandbox as its pid 1 (the reaper), and a sandboxed program can read
+/proc/1/environ and /proc/1/cmdline. `--clearenv` clears only the child's environment, so bubblewrap
+itself must start with nothing of the host's (API keys, W&B and HF tokens live in a worker's
+environment), and its options (host paths, cgroup paths) go through a file read on a descriptor
+(`--args 3`), leaving `bwrap --args 3 -- COMMAND` as all that /proc/1/cmdline shows.
 """
 
 from __future__ import annotations
 
+import os
+import secrets
 import sys
 from pathlib import Path
 
 SHIM_DIR = Path(__file__).resolve().parent / "shim"
 _ENVS = Path(__file__).resolve().parents[1]
 #: the repository modules a task folder's code imports (envs/TASK_FORMAT.md): path under the code root → file
-TASK_CODE = {"envs/__init__.py": _ENVS / "__init__.py", "envs/library.py": _ENVS / "library.py",
-             "envs/taskkit.py": _ENVS / "taskkit.py"}
+TASK_CODE = {f"envs/{name}": _ENVS / name for name in ("__init__.py", "library.py", "taskkit.py", "untrusted_fs.py")}
 IN_KERNEL_DIR = "/run/progagent"
 IN_TOOLS_DIR = "/run/tools"
 IN_SHIM_DIR = "/opt/progagent"
 IN_WORKSPACE = "/workspace"
+
+
+#: bubblewrap's own environment (visible in the sandbox as /proc/1/environ): nothing of the host's
+BWRAP_ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
+# the options arrive on fd 3 from a file the host keeps (the sandbox cannot see it): `--args 3`; bwrap
+# starts with BWRAP_ENV whatever its caller's environment (an MCP client adds the host's HOME, USER...)
+_LAUNCH = 'exec 3<"$1" && shift && exec /usr/bin/env -i ' + " ".join(f"{k}={v}" for k, v in BWRAP_ENV.items()) + ' "$@"'
+
+
+def launch_argv(options: list[str], command: list[str], scratch: str | Path) -> list[str]:
+    """The argv that runs `command` in the bubblewrap sandbox `options` (bwrap's path first, as
+    `isolation_argv` starts it) with those options hidden from the sandbox (module docstring). They
+    are written NUL-separated to a 0600 file in `scratch`, a host folder that outlives every start of
+    this argv (a restarted server is started with the same argv) and is never bound into a sandbox;
+    start it with `env=BWRAP_ENV`."""
+    scratch = Path(scratch)
+    scratch.mkdir(parents=True, exist_ok=True)
+    args_file = scratch / f"bwrap-{secrets.token_hex(6)}.args"
+    fd = os.open(args_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+    with os.fdopen(fd, "wb") as f:
+        f.write(b"".join(a.encode() + b"\0" for a in options[1:]))
+    return ["/bin/sh", "-c", _LAUNCH, "sh", str(args_file), options[0], "--args", "3", "--", *command]
 
 
 def python_roots() -> list[Path]:

@@ -294,10 +294,14 @@ class Upstream:
 class Upstreams:
     """The tool router of one episode: name resolution, calls, conversion, the call log."""
 
-    def __init__(self, upstreams: Sequence[Upstream], *, heuristic: bool = True, call_timeout_s: float = 60.0):
+    def __init__(self, upstreams: Sequence[Upstream], *, heuristic: bool = True, call_timeout_s: float = 60.0,
+                 max_in_flight: int = 8):
         self.upstreams = {u.name: u for u in upstreams}
         self.heuristic = heuristic
         self.call_timeout_s = call_timeout_s
+        # an episode's calls beyond this wait here, holding no thread: in-process servers run sync tools
+        # on the process's shared worker threads (anyio's 40), which one episode must not fill
+        self._in_flight = asyncio.Semaphore(max_in_flight)
         self.catalogue: dict[str, ToolInfo] = {}
         self.log: list[ToolCallRecord] = []
         self._restarts: dict[str, asyncio.Task] = {}
@@ -344,7 +348,8 @@ class Upstreams:
 
     async def call(self, name: str, arguments: Any, source: str = "program") -> CallOutcome:
         t0, started = time.perf_counter(), time.time()
-        outcome = await self._call(name, arguments)
+        async with self._in_flight:
+            outcome = await self._call(name, arguments)
         text = outcome.text if outcome.ok else (outcome.text or outcome.error or "")
         self.log.append(ToolCallRecord(
             tool=name, arguments=arguments if isinstance(arguments, dict) else {"_invalid": repr(arguments)},

@@ -50,13 +50,10 @@ def notify_buyer(env: Env, count: int) -> dict:
 @tool
 def list_files(env: Env) -> dict:
     """List the workspace files. Returns {"items": [{"path"}]}."""
-    return {"items": [{"path": p.name} for p in sorted(env.workspace.iterdir())]}
+    return {"items": [{"path": f["path"]} for f in env.list_files()]}
 
 
 @tool
 def read_file(env: Env, path: str) -> dict:
     """Read one workspace file. Returns {"path", "content"}."""
-    f = env.file(path)
-    if not f.is_file():
-        raise ToolError(f"no file {path!r}; see list_files")
-    return {"path": path, "content": f.read_text()}
+    return {"path": path, "content": env.read_text(path)}

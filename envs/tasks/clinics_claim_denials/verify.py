@@ -16,11 +16,11 @@ DISTINCT = {"59", "XE", "XP", "XS", "XU"}
 
 def expected_actions(env) -> dict[int, tuple[str, float | None, str | None]]:
     limits = {r["payer_code"]: (int(r["corrected_claim_limit_days"]), int(r["appeal_limit_days"]))
-              for r in csv.DictReader(io.StringIO((env.workspace / "revenue_cycle/payer_filing_limits.csv").read_text()))}
+              for r in csv.DictReader(io.StringIO(env.read_text("revenue_cycle/payer_filing_limits.csv")))}
     payers = {p["payer_id"]: p for p in env.query("select * from payers")}
     fees: dict[str, dict[str, dict[int, float]]] = {}
     for p in payers.values():
-        text = (env.workspace / f"revenue_cycle/fee_schedules/{p['code'].lower()}_fee_schedule.csv").read_text()
+        text = env.read_text(f"revenue_cycle/fee_schedules/{p['code'].lower()}_fee_schedule.csv")
         fees[p["code"]] = {r["cpt"]: {2024: float(r["allowed_2024"]), 2025: float(r["allowed_2025"])}
                            for r in csv.DictReader(io.StringIO(text))}
     out: dict[int, tuple[str, float | None, str | None]] = {}

@@ -16,23 +16,14 @@ EQUIV = re.compile(r"^[A-Z]{3,4} (\d{3}|[12]XX)$")
 def list_files(env: Env, directory: str = "", page_no: int = 1) -> dict:
     """List workspace files under `directory` ("" = whole workspace), recursively, 25 per page.
     Returns {"items": [{"path", "bytes"}], "page", "page_size", "total", "next_page"}."""
-    ws = env.workspace.resolve()
-    base = env.file(directory) if directory else ws
-    if not base.is_dir():
-        raise ToolError(f"directory {directory!r} does not exist; call list_files() with no argument to see all files")
-    rows = [{"path": str(p.relative_to(ws)), "bytes": p.stat().st_size}
-            for p in sorted(base.rglob("*")) if p.is_file()]
-    return page(rows, page_no, 25)
+    return page(env.list_files(directory), page_no, 25)
 
 
 @tool
 def read_file(env: Env, path: str) -> dict:
     """Read one workspace file (text). `path` is relative to the workspace, as returned by list_files.
     Returns {"path", "content"}."""
-    p = env.file(path)
-    if not p.is_file():
-        raise ToolError(f"no file {path!r} in the workspace; use list_files to see the available paths")
-    return {"path": path, "content": p.read_text()}
+    return {"path": path, "content": env.read_text(path)}
 
 
 @tool

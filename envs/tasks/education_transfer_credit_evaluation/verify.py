@@ -25,11 +25,13 @@ def _slug(name: str) -> str:
 
 
 def expected_postings(env) -> dict[int, dict[int, tuple[str, Fraction]]]:
-    subject_map = json.loads((env.workspace / "transfer/elective_subject_map.json").read_text())["map"]
+    subject_map = json.loads(env.read_text("transfer/elective_subject_map.json"))["map"]
     agreements: dict[str, dict[str, str]] = {}
-    for p in sorted((env.workspace / "transfer/articulation").glob("*.csv")):
-        rows = csv.DictReader(io.StringIO(p.read_text()))
-        agreements[p.stem] = {" ".join(r["external_course"].split()): r["lakeshore_equivalent"].strip() for r in rows}
+    for f in env.list_files("transfer/articulation"):
+        if not f["path"].endswith(".csv") or f["path"].count("/") != 2:
+            continue
+        rows = csv.DictReader(io.StringIO(env.read_text(f["path"])))
+        agreements[f["path"].rsplit("/", 1)[1][: -len(".csv")]] = {" ".join(r["external_course"].split()): r["lakeshore_equivalent"].strip() for r in rows}
     insts = {r["institution_id"]: r for r in env.query("select * from institutions")}
     out: dict[int, dict[int, tuple[str, Fraction]]] = {}
     for app in env.query("select applicant_id from applicants where admit_term = 'FA2025'"

@@ -17,8 +17,8 @@ DIET_MAP = {"none": "standard", "kosher": "vegan"}  # guidelines section 3
 
 def expected(env) -> tuple[dict[str, dict[tuple[int, str], tuple[int, ...]]], set[str], float]:
     """(event -> {(day, meal): qty per TYPES}, events to cancel, total cost)."""
-    crew_cfg = json.loads(env.file("config/event_crew.json").read_text())
-    rates = list(csv.DictReader(io.StringIO(env.file("catering/caterer_rates.csv").read_text())))
+    crew_cfg = json.loads(env.read_text("config/event_crew.json"))
+    rates = list(csv.DictReader(io.StringIO(env.read_text("catering/caterer_rates.csv"))))
     orders: dict[str, dict[tuple[int, str], tuple[int, ...]]] = {}
     cancel: set[str] = set()
     cost = 0.0

@@ -17,16 +17,16 @@ def _mins(hm: str) -> int:
 
 def expected(env) -> dict[str, tuple[str, str]]:
     """request_id -> ('room', room_id) or ('declined', reason)."""
-    settings = json.loads(env.file("config/allocation_settings.json").read_text())
+    settings = json.loads(env.read_text("config/allocation_settings.json"))
     month, buffer = settings["allocation_month"], int(settings["turnaround_minutes"])
     tier_rank = {t: i for i, t in enumerate(settings["tier_priority"])}
     blocking = set(settings["blocking_booking_statuses"])
     pct = {r["layout"]: int(r["capacity_percent_of_theatre"])
-           for r in csv.DictReader(io.StringIO(env.file("data/layout_capacity.csv").read_text()))}
-    held = {r["client_id"] for r in csv.DictReader(io.StringIO(env.file("finance/credit_holds.csv").read_text()))
+           for r in csv.DictReader(io.StringIO(env.read_text("data/layout_capacity.csv")))}
+    held = {r["client_id"] for r in csv.DictReader(io.StringIO(env.read_text("finance/credit_holds.csv")))
             if not r["released_on"].strip()}
     closed: dict[str, list[tuple[str, str]]] = {}
-    memo = env.file("memos/2024-09-18_facilities_room_closures_q4.txt").read_text()
+    memo = env.read_text("memos/2024-09-18_facilities_room_closures_q4.txt")
     for rid, d0, d1 in re.findall(r"^- (R-\d{4}) .*closed (\d{4}-\d{2}-\d{2}) to (\d{4}-\d{2}-\d{2})", memo, re.M):
         closed.setdefault(rid, []).append((d0, d1))
     tiers = {r["id"]: r["tier"] for r in env.query("select id, tier from clients")}

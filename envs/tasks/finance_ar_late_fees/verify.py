@@ -27,7 +27,7 @@ def _due(issued: date, term: dict) -> date:
 
 def expected(env) -> tuple[dict[str, int], dict[str, int]]:
     """(invoice_id -> fee in cents, customer_id -> dunning level)."""
-    terms = {r["terms_code"]: r for r in csv.DictReader(io.StringIO(env.file("ar/payment_terms.csv").read_text()))}
+    terms = {r["terms_code"]: r for r in csv.DictReader(io.StringIO(env.read_text("ar/payment_terms.csv")))}
     customers = {c["customer_id"]: c for c in env.query("select * from customers")}
     reduce: dict[str, int] = {}
     for r in env.query("select invoice_id, amount from payments where received_on <= ?", (RUN.isoformat(),)):

@@ -20,11 +20,11 @@ def _norm(vin: str) -> str:
 
 def expected(env) -> tuple[dict[str, str | None], float]:
     """invoice_id -> None (approve) or hold code, for the queue; and the approved total in USD."""
-    tol = json.loads(env.file("ap/vendor_tolerances.json").read_text())
+    tol = json.loads(env.read_text("ap/vendor_tolerances.json"))
     default = Fraction(str(tol["default_price_tolerance_pct"]))
     overrides = {k: Fraction(str(v["price_tolerance_pct"])) for k, v in tol["overrides"].items()}
     fx = {r["currency"]: Fraction(r["usd_per_unit"])
-          for r in csv.DictReader(io.StringIO(env.file(FX_FILE).read_text()))}
+          for r in csv.DictReader(io.StringIO(env.read_text(FX_FILE)))}
     vendors = {v["vendor_id"]: v for v in env.query("select * from vendors")}
     review = {k for k, v in vendors.items() if v["name"] == REVIEW_VENDOR_NAME}
     po_price = {(r["po_id"], r["line_no"]): round(r["unit_price"] * 100) for r in env.query("select * from po_lines")}

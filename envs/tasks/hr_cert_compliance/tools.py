@@ -31,24 +31,16 @@ def _employee(env: Env, employee_id: str) -> dict:
 def list_files(env: Env, directory: str = "", page_no: int = 1) -> dict:
     """List workspace files under `directory` ('' = whole workspace), recursively, 25 per page.
     Returns {"items": [{"path", "bytes"}], "page", "page_size", "total", "next_page"}."""
-    base = env.file(directory) if directory else env.workspace
-    if not base.is_dir():
-        raise ToolError(f"no directory {directory!r} in the workspace; call list_files() to see all paths")
-    items = [{"path": str(p.relative_to(env.workspace)), "bytes": p.stat().st_size}
-             for p in sorted(base.rglob("*")) if p.is_file()]
-    return page(items, page_no, 25)
+    return page(env.list_files(directory), page_no, 25)
 
 
 @tool
 def read_file(env: Env, path: str, start_line: int = 1) -> dict:
     """Read a workspace text file, up to 200 lines from `start_line` (1-based).
     Returns {"path", "start_line", "total_lines", "next_start_line" (None at the end), "content"}."""
-    p = env.file(path)
-    if not p.is_file():
-        raise ToolError(f"no file {path!r} in the workspace; use list_files to find the right path")
     if start_line < 1:
         raise ToolError("start_line must be >= 1")
-    lines = p.read_text(encoding="utf-8").splitlines()
+    lines = env.read_text(path).splitlines()
     chunk = lines[start_line - 1: start_line - 1 + LINES_PER_READ]
     nxt = start_line + LINES_PER_READ if start_line - 1 + LINES_PER_READ < len(lines) else None
     return {"path": path, "start_line": start_line, "total_lines": len(lines), "next_start_line": nxt,

@@ -15,7 +15,7 @@ EQUIVALENT = {"FIRSTAID": ("FIRSTAID", "FA-CPR")}
 
 def expected(env) -> tuple[dict[str, str], list[tuple[str, str]]]:
     """(employee_id -> expected work status for active employees, [(employee_id, session_id)] in booking order)."""
-    roles = json.loads(env.file("compliance/role_requirements.json").read_text())["roles"]
+    roles = json.loads(env.read_text("compliance/role_requirements.json"))["roles"]
     region = {r["site_id"]: r["region"] for r in env.query("select * from sites")}
     certs: dict[str, list[dict]] = {}
     for c in env.query("select * from certifications where verified = 1"):

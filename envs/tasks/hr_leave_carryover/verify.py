@@ -22,7 +22,7 @@ def _policy(text: str) -> tuple[list[tuple[int, float]], float]:
 def expected(env) -> dict[str, tuple[float, float]]:
     """employee_id -> (carryover, forfeited) for every employee in the close."""
     countries = {r["entity_id"]: r["country"] for r in env.query("select * from entities")}
-    pol = {c: _policy(env.file(f"policies/leave/{c}_annual_leave_2024.md").read_text())
+    pol = {c: _policy(env.read_text(f"policies/leave/{c}_annual_leave_2024.md"))
            for c in set(countries.values())}
     opening = {r["employee_id"]: r["opening_days"] for r in env.query(
         "select * from leave_balances where year = 2024")}

@@ -13,7 +13,7 @@ VOID = {"RTM-W36-C2"}  # memo 2024-09-06: Rotterdam zone C night shift of 4 Sept
 
 def expected(env) -> tuple[dict[int, str], dict[int, int]]:
     """(line_id -> outcome, line_id -> delta for adjusted lines)."""
-    tol = json.loads(env.file("config/count_tolerances.json").read_text())
+    tol = json.loads(env.read_text("config/count_tolerances.json"))
     items = {r["sku"]: r for r in env.query("select * from items")}
     stock = {(r["bin_code"], r["sku"]): r["qty"] for r in env.query("select * from bin_stock")}
     lines = env.query("select l.* from count_lines l join count_sessions s on s.session_id = l.session_id"

@@ -23,13 +23,13 @@ def _rows(env, table: str, key: str = "id") -> dict:
 
 def expected_lines(env) -> dict[str, dict[str, tuple[int, float]]]:
     """supplier_code -> {sku: (qty, unit_cost)}."""
-    safety = json.loads(env.file("config/safety_stock.json").read_text())
+    safety = json.loads(env.read_text("config/safety_stock.json"))
     weeks = {k: float(v) for k, v in safety["safety_weeks_by_abc_class"].items()}
     review = float(safety["review_period_weeks"])
     lead = {r["supplier_code"]: int(r["lead_time_weeks"])
-            for r in csv.DictReader(io.StringIO(env.file("data/supplier_lead_times.csv").read_text()))}
+            for r in csv.DictReader(io.StringIO(env.read_text("data/supplier_lead_times.csv")))}
     price: dict[str, tuple[str, float]] = {}
-    for r in csv.DictReader(io.StringIO(env.file("data/price_changes.csv").read_text())):
+    for r in csv.DictReader(io.StringIO(env.read_text("data/price_changes.csv"))):
         if r["effective_from"] <= RUN_DATE and (r["sku"] not in price or r["effective_from"] > price[r["sku"]][0]):
             price[r["sku"]] = (r["effective_from"], float(r["new_unit_cost"]))
     products = {r["sku"]: r for r in env.query("select * from products")}

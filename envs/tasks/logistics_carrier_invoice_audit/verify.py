@@ -10,24 +10,23 @@ import json
 import math
 import re
 
-from envs.taskkit import VerifyContext, answer_field
+from envs.taskkit import ToolError, VerifyContext, answer_field
 
 REPORT = "audit/dispute_summary_2025-10.csv"
 
 
 def expected_audit(env) -> dict[int, tuple[float, set[int]]]:
     """invoice_id -> (disputed amount, disputed line ids) for every invoice in scope (amount 0 = approve)."""
-    ws = env.workspace
-    terms = json.loads((ws / "contracts/contract_terms_2025.json").read_text())
+    terms = json.loads(env.read_text("contracts/contract_terms_2025.json"))
     tol = float(terms["dispute_tolerance_usd"])
-    zones = {r["dest_state"]: int(r["zone"]) for r in csv.DictReader(io.StringIO((ws / "contracts/zone_chart.csv").read_text()))}
-    fuel = {r["week_start"]: r for r in csv.DictReader(io.StringIO((ws / "contracts/fuel_surcharge_2025.csv").read_text()))}
+    zones = {r["dest_state"]: int(r["zone"]) for r in csv.DictReader(io.StringIO(env.read_text("contracts/zone_chart.csv")))}
+    fuel = {r["week_start"]: r for r in csv.DictReader(io.StringIO(env.read_text("contracts/fuel_surcharge_2025.csv")))}
     carriers = {c["carrier_id"]: c for c in env.query("select * from carriers")}
     rates = {}
     for c in carriers.values():
         rates[c["carrier_id"]] = [
             (int(r["zone"]), int(r["min_kg"]), int(r["max_kg"]), float(r["rate_per_kg"]), float(r["minimum_charge"]))
-            for r in csv.DictReader(io.StringIO((ws / f"contracts/rates/{c['code'].lower()}_rates_2025.csv").read_text()))]
+            for r in csv.DictReader(io.StringIO(env.read_text(f"contracts/rates/{c['code'].lower()}_rates_2025.csv")))]
     ships = {s["shipment_id"]: s for s in env.query("select * from shipments")}
     invoices = {i["invoice_id"]: i for i in env.query("select * from invoices")}
     lines = env.query("select * from invoice_lines")
@@ -101,10 +100,13 @@ def verify(ctx: VerifyContext) -> dict[str, bool]:
         and {int(x) for x in re.findall(r"\d+", by_inv[i][0]["line_ids"] or "")} == ids for i, (a, ids) in want.items())
 
     report_ok = False
-    path = ctx.final.workspace / REPORT
-    if path.is_file():
+    try:
+        text = ctx.final.read_text(REPORT)
+    except ToolError:  # missing, or not a readable regular file
+        text = None
+    if text is not None:
         try:
-            rows = list(csv.DictReader(io.StringIO(path.read_text())))
+            rows = list(csv.DictReader(io.StringIO(text)))
             got = {(r["invoice_no"].strip(), r["carrier_code"].strip().upper()): float(r["disputed_amount"].replace("$", "").replace(",", ""))
                    for r in rows}
             wanted = {(init_inv[i]["invoice_no"], carriers[init_inv[i]["carrier_id"]]): a for i, (a, _ids) in want.items()}

@@ -16,9 +16,9 @@ RANK = {"critical": 0, "express": 1, "standard": 2, "economy": 3}
 
 def expected_plan(env) -> dict[int, tuple]:
     """shipment_id -> ('reroute', stop_id, hub, pallets) | ('hold', reason)."""
-    matrix = json.loads((env.workspace / "network/reroute_matrix.json").read_text())["alternates"][CLOSED]
+    matrix = json.loads(env.read_text("network/reroute_matrix.json"))["alternates"][CLOSED]
     spare, hazmat_ok, cold_ok = {}, {}, {}
-    for r in csv.DictReader(io.StringIO((env.workspace / "network/hub_spare_capacity_2025-11.csv").read_text())):
+    for r in csv.DictReader(io.StringIO(env.read_text("network/hub_spare_capacity_2025-11.csv"))):
         spare[(r["hub"], r["date"])] = int(r["spare_pallets"])
         hazmat_ok[r["hub"]] = r["hazmat_certified"] == "yes"
         cold_ok[r["hub"]] = r["cold_dock"] == "yes"

@@ -13,10 +13,12 @@ SPLIT = {"SPLIT-70": (0.30, 20000.0), "SPLIT-80": (0.20, 14000.0)}
 FLAT_FEE = 395.0
 
 
-def _letters(ws) -> dict[tuple[str, str], tuple[str, float, str]]:
+def _letters(env) -> dict[tuple[str, str], tuple[str, float, str]]:
     out = {}
-    for p in sorted((ws / "referrals").glob("*.txt")):
-        text = p.read_text()
+    for f in env.list_files("referrals"):
+        if not f["path"].endswith(".txt") or f["path"].count("/") != 1:
+            continue
+        text = env.read_text(f["path"])
         broker = re.search(r"^Referring broker:\s*(.+)$", text, re.M).group(1).strip()
         addr, city = re.search(r"^Property:\s*(.+?),\s*([^,]+),\s*CO\s*$", text, re.M).groups()
         pct = float(re.search(r"referral fee of\s*([\d.]+)%", text).group(1))
@@ -33,11 +35,10 @@ def _cap_year_start(hire: str) -> date:
 
 
 def expected(env) -> tuple[dict[str, dict[str, float]], float]:
-    ws = env.workspace
-    memo = (ws / "memos/2025-03_payout_batch.md").read_text()
+    memo = env.read_text("memos/2025-03_payout_batch.md")
     held = set(re.findall(r"\*\*(TX-\d{2}-\d{5})\*\*", memo))
-    teams = json.loads((ws / "compensation/team_agreements.json").read_text())["teams"]
-    letters = _letters(ws)
+    teams = json.loads(env.read_text("compensation/team_agreements.json"))["teams"]
+    letters = _letters(env)
     agents = {a["agent_id"]: a for a in env.query("select * from agents")}
     used: dict[str, float] = {}
     for p in env.query("select * from payouts where kind = 'company'"):

@@ -16,9 +16,9 @@ SIX_MONTH_BUILDINGS = {"HB-11"}
 
 def expected(env) -> tuple[dict[int, tuple[int, int]], set[int], int]:
     """(lease_id -> (proposed rent, term)), {lease_id needing a PAYMENT_HISTORY notice}, total increase."""
-    caps = json.loads((env.workspace / "compliance/rent_caps.json").read_text())["jurisdictions"]
+    caps = json.loads(env.read_text("compliance/rent_caps.json"))["jurisdictions"]
     market = {(r["building_id"], r["unit_type"]): float(r["market_rent"]) for r in
-              csv.DictReader(io.StringIO((env.workspace / "market/market_rents_2025Q1.csv").read_text()))}
+              csv.DictReader(io.StringIO(env.read_text("market/market_rents_2025Q1.csv")))}
     buildings = {b["building_id"]: b for b in env.query("select * from buildings")}
     units = {u["unit_id"]: u for u in env.query("select * from units")}
     taken = {r["lease_id"] for r in env.query("select lease_id from renewal_offers")} | \

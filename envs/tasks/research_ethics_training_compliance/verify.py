@@ -16,9 +16,9 @@ WITHDRAWN = ("NovaLearn", "2023-03-01", "2023-05-31")  # memo of 12 June 2024
 
 def expected(env) -> tuple[set[str], dict[tuple[str, str], str], set[str]]:
     """(protocols to expire, {(protocol, researcher): 'CODE,CODE'} to suspend, protocols to suspend)."""
-    req = json.loads(env.file("ethics/training_requirements.json").read_text())
+    req = json.loads(env.read_text("ethics/training_requirements.json"))
     counts_as: dict[str, str] = {}
-    for r in csv.DictReader(io.StringIO(env.file("ethics/course_equivalences.csv").read_text())):
+    for r in csv.DictReader(io.StringIO(env.read_text("ethics/course_equivalences.csv"))):
         if r["counts_as"].strip():
             counts_as[r["course_code"]] = r["counts_as"].strip()
     current: dict[str, set[str]] = {}

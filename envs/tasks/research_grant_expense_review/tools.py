@@ -92,22 +92,13 @@ def list_researchers(env: Env, department: str | None = None, page_no: int = 1) 
 def list_files(env: Env, directory: str = "", page_no: int = 1) -> dict:
     """List workspace files (recursively) under `directory` ('' = whole workspace), 20 per page, sorted by path.
     Returns {"items": [{"path", "bytes"}], "page", "page_size", "total", "next_page"}."""
-    base = env.file(directory)
-    if not base.is_dir():
-        raise ToolError(f"{directory!r} is not a workspace directory; try directory=''")
-    root = env.workspace.resolve()
-    rows = [{"path": str(p.relative_to(root)), "bytes": p.stat().st_size}
-            for p in sorted(base.rglob("*")) if p.is_file()]
-    return page(rows, page_no, 20)
+    return page(env.list_files(directory), page_no, 20)
 
 
 @tool
 def read_file(env: Env, path: str) -> dict:
     """Read one workspace text file. Returns {"path", "content"}."""
-    p = env.file(path)
-    if not p.is_file():
-        raise ToolError(f"no file {path!r} in the workspace; use list_files to see the available paths")
-    return {"path": path, "content": p.read_text(encoding="utf-8")}
+    return {"path": path, "content": env.read_text(path)}
 
 
 @tool

@@ -17,9 +17,9 @@ THRESHOLD = {"UKRI": 10000, "WELL": 5000, "ERC": 20000, "LEVH": 0, "BHF": 5000, 
 def expected(env) -> dict[str, tuple[str, object]]:
     """claim id -> ('approved', gbp) or ('rejected', reason)."""
     fx = {(r["month"], r["currency"]): float(r["gbp_per_unit"])
-          for r in csv.DictReader(io.StringIO(env.file("finance/fx_rates_2024.csv").read_text()))}
+          for r in csv.DictReader(io.StringIO(env.read_text("finance/fx_rates_2024.csv")))}
     pas = {r["preapproval_ref"]: r for r in
-           csv.DictReader(io.StringIO(env.file("approvals/equipment_preapprovals.csv").read_text()))}
+           csv.DictReader(io.StringIO(env.read_text("approvals/equipment_preapprovals.csv")))}
     grants = {g["id"]: g for g in env.query("select * from grants")}
     remaining = {(b["grant_id"], b["category"]): b["awarded_gbp"] - b["committed_gbp"]
                  for b in env.query("select * from budget_lines")}

@@ -27,7 +27,7 @@ def _tier(units: int, on_hand: int) -> int:
 
 def expected(env) -> dict[str, tuple[int, int, int]]:
     """sku -> (old price cents, new price cents, chain on-hand)."""
-    terms = json.loads(env.file("merchandising/vendor_terms.json").read_text())["brands"]
+    terms = json.loads(env.read_text("merchandising/vendor_terms.json"))["brands"]
     on_hand = {r["sku"]: r["q"] for r in env.query("select sku, sum(on_hand) as q from stock group by sku")}
     sold = {r["sku"]: r["u"] for r in env.query(
         "select sku, sum(units) as u from weekly_sales where week_start between ? and ? group by sku", WINDOW)}

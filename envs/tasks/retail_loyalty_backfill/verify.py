@@ -23,9 +23,9 @@ def _rates(text: str) -> dict[str, float]:
 
 
 def expected(env) -> dict[str, int]:
-    rates = _rates(env.file("loyalty/program_terms_2024.md").read_text())
+    rates = _rates(env.read_text("loyalty/program_terms_2024.md"))
     promos = {}
-    for row in csv.DictReader(io.StringIO(env.file("promotions/promo_calendar_2024H2.csv").read_text())):
+    for row in csv.DictReader(io.StringIO(env.read_text("promotions/promo_calendar_2024H2.csv"))):
         if row["promo_id"] in BROKEN:
             promos[row["promo_id"]] = row
     members = {r["member_id"]: r for r in env.query("select member_id, tier, status from members")}

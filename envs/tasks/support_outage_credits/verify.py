@@ -13,23 +13,25 @@ CAP_SHARE = 0.30
 PERIOD = "2025-05"
 
 
-def _incidents(ws) -> dict[str, dict]:
+def _incidents(env) -> dict[str, dict]:
     out = {}
-    for p in sorted((ws / "incidents").glob("*.md")):
-        text = p.read_text()
+    for f in env.list_files("incidents"):
+        if not f["path"].endswith(".md") or f["path"].count("/") != 1:
+            continue
+        text = env.read_text(f["path"])
+        stem = f["path"].rsplit("/", 1)[1][: -len(".md")]
         fields = dict(re.findall(r"^\|\s*([^|]+?)\s*\|\s*([^|]*?)\s*\|$", text, re.M))
         start = datetime.strptime(fields["Start (UTC)"], "%Y-%m-%d %H:%M")
         end = datetime.strptime(fields["End (UTC)"], "%Y-%m-%d %H:%M")
-        out[p.stem] = {"service": fields["Service"], "regions": [r.strip() for r in fields["Regions"].split(",")],
+        out[stem] = {"service": fields["Service"], "regions": [r.strip() for r in fields["Regions"].split(",")],
                        "start": start, "end": end, "minutes": (end - start).total_seconds() / 60,
                        "impact": fields["Customer impact"].lower().startswith("yes")}
     return out
 
 
 def expected(env) -> tuple[dict[int, tuple[str, float | str]], float]:
-    ws = env.workspace
-    incidents = _incidents(ws)
-    bands = list(csv.DictReader(io.StringIO((ws / "legal/sla_credit_schedule.csv").read_text())))
+    incidents = _incidents(env)
+    bands = list(csv.DictReader(io.StringIO(env.read_text("legal/sla_credit_schedule.csv"))))
     accounts = {a["account_id"]: a for a in env.query("select * from accounts")}
     subs: dict[str, list] = {}
     for s in env.query("select * from subscriptions order by subscription_id"):

@@ -30,23 +30,14 @@ def _bound(value: str | None, name: str, end: bool) -> str | None:
 def list_files(env: Env, directory: str = "", page_no: int = 1) -> dict:
     """List workspace files (recursively) under `directory` ("" = all), 20 per page.
     Returns {"items": [{"path", "bytes"}], "page", "page_size", "total", "next_page"}."""
-    base = env.file(directory) if directory else env.workspace
-    if not base.is_dir():
-        raise ToolError(f"directory {directory!r} not found; call list_files() to see every file")
-    root = env.workspace.resolve()
-    items = [{"path": str(p.resolve().relative_to(root)), "bytes": p.stat().st_size}
-             for p in sorted(base.rglob("*")) if p.is_file()]
-    return page(items, page_no, 20)
+    return page(env.list_files(directory), page_no, 20)
 
 
 @tool
 def read_file(env: Env, path: str) -> dict:
     """Read a workspace text file (path relative to the workspace, as listed by list_files).
     Returns {"path", "content"}."""
-    p = env.file(path)
-    if not p.is_file():
-        raise ToolError(f"file {path!r} not found; use list_files to see valid paths")
-    return {"path": path, "content": p.read_text(encoding="utf-8")}
+    return {"path": path, "content": env.read_text(path)}
 
 
 @tool

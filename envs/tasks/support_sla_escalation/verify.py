@@ -38,7 +38,7 @@ def _clock(start: datetime, end: datetime, region: str, off: set) -> float:
 
 def expected(env) -> tuple[dict[str, int], dict[int, tuple[str, str]]]:
     off = {(r["date"], r["region"]) for r in
-           csv.DictReader(io.StringIO((env.workspace / "sla/holidays_2025.csv").read_text()))}
+           csv.DictReader(io.StringIO(env.read_text("sla/holidays_2025.csv")))}
     cust = {c["customer_id"]: c for c in env.query("select * from customers")}
     first: dict[int, datetime] = {}
     for m in env.query("select ticket_id, created_at from ticket_messages where author_type = 'agent'"

@@ -23,9 +23,9 @@ def _t(s: str) -> datetime:
 
 def expected(env) -> tuple[dict[str, int], dict[str, float]]:
     """(booking_ref -> new flight_id, booking_ref -> voucher amount)."""
-    groups = json.loads((env.workspace / "reference/coterminals.json").read_text())["groups"]
+    groups = json.loads(env.read_text("reference/coterminals.json"))["groups"]
     metro = {a: tuple(sorted(g)) for g in groups.values() for a in g}
-    bands = list(csv.DictReader(io.StringIO((env.workspace / "reference/voucher_bands.csv").read_text())))
+    bands = list(csv.DictReader(io.StringIO(env.read_text("reference/voucher_bands.csv"))))
     flights = {f["flight_id"]: f for f in env.query("select * from flights")}
     seats = {(r["flight_id"], r["cabin"]): r["seats_open"] for r in env.query("select * from seat_inventory")}
     tiers = {r["traveler_id"]: r["loyalty_tier"] for r in env.query("select * from travelers")}
