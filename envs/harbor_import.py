@@ -22,9 +22,17 @@ point `M` of the tree is bound at `M` inside bubblewrap. The mount points are th
 file's folder and the destinations of an optional `[progagent] copy` table. So processes see the
 paths the task was written for (`/app/data/x.json`, `/opt/server/main.py`, even when they are
 hard-coded inside a server's source) with no rewriting of commands, arguments or files. Dockerfile
-`ENV` lines (with `$VAR` expansion) and `[environment] env` (`${VAR}` / `${VAR:-default}` from the
-host) become the processes' environment. Destinations under /usr, /bin, /lib*, /sbin, /proc, /dev
-or /sys are refused: those come from the host.
+`ENV` lines (with `$VAR` expansion) and `[environment] env` become the processes' environment.
+Destinations under /usr, /bin, /lib*, /sbin, /proc, /dev or /sys are refused: those come from the host.
+
+A task folder is third-party input, and its container's processes are the model's: the host never
+follows a link of either. Symbolic links in environment/ must stay inside it (an absolute target or
+one that climbs out is refused when the task loads), files are copied into the tree without
+following any link on the way (envs/untrusted_fs.py: a COPY through a link already in the tree is
+refused), and the answer file is written the same way. Harbor resolves `${VAR}` / `${VAR:-default}`
+in env tables from the host's environment; here only the variables named in
+PROGAGENT_HARBOR_PASS_ENV (comma-separated) are, the rest take their default or nothing (a task
+would otherwise read the worker's API keys with one line of task.toml).
 
 Optional, ignored by Harbor itself:
 
@@ -53,12 +61,18 @@ from typing import Any
 
 import msgspec
 
+from envs import untrusted_fs
+
 DEFAULT_ANSWER_PATH = "/app/answer.txt"
 TRANSPORTS = ("stdio", "sse", "streamable-http")
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/proc", "/dev", "/sys")
 ETC_FILES = ("passwd", "group", "hosts", "resolv.conf", "nsswitch.conf", "localtime", "ssl", "ca-certificates",
              "alternatives", "mime.types")
 BASE_PATH = f"{Path(sys.executable).parent}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+#: the host variables a task's `${VAR}` may read (module docstring)
+PASS_ENV = "PROGAGENT_HARBOR_PASS_ENV"
+#: what one task's environment/ may hold, copied into each episode's container tree
+MAX_CONTEXT_BYTES = 2 * 2**30
 
 
 class HarborTaskError(Exception):
@@ -273,17 +287,21 @@ class HarborTask:
         return Path(tree) / posixpath.normpath(container_path).lstrip("/")
 
     def materialize(self, tree: str | Path) -> Path:
-        """Lay out a fresh container tree: every mount point and the WORKDIR, then the copied files in order."""
+        """Lay out a fresh container tree: every mount point and the WORKDIR, then the copied files in
+        order, nothing followed on either side (a copy through a link is a HarborTaskError)."""
         tree = Path(tree)
-        for m in [*self.mounts, self.workdir]:
-            self.host_path(tree, m).mkdir(parents=True, exist_ok=True)
-        for op in self.layout.copies:
-            dst = self.host_path(tree, op.dst)
-            if op.is_dir:
-                shutil.copytree(op.src, dst, symlinks=True, dirs_exist_ok=True)
-            else:
-                dst.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copy2(op.src, dst)
+        tree.mkdir(parents=True, exist_ok=True)
+        try:
+            for m in [*self.mounts, self.workdir]:
+                untrusted_fs.make_dirs(tree, posixpath.normpath(m).lstrip("/"))
+            for op in self.layout.copies:
+                rel = posixpath.normpath(op.dst).lstrip("/")
+                if op.is_dir:
+                    untrusted_fs.copy_tree(op.src, tree, rel, links=True, max_bytes=MAX_CONTEXT_BYTES)
+                else:
+                    untrusted_fs.copy_file(op.src, tree, rel, max_bytes=MAX_CONTEXT_BYTES)
+        except untrusted_fs.PathRefused as exc:
+            raise HarborTaskError(f"{self.dir / 'environment'}: cannot lay out the container: {exc}") from None
         return tree
 
     def base_env(self) -> dict[str, str]:
@@ -323,9 +341,48 @@ class HarborTask:
         return argv + ["--chdir", self.workdir]
 
 
+def passed_env() -> dict[str, str]:
+    """The host variables a task may read: those named in PROGAGENT_HARBOR_PASS_ENV."""
+    names = {n.strip() for n in os.environ.get(PASS_ENV, "").split(",") if n.strip()}
+    return {k: v for k, v in os.environ.items() if k in names}
+
+
 def resolve_host_env(env: dict[str, str]) -> dict[str, str]:
-    """Harbor's `${VAR}` / `${VAR:-default}` templates in env tables, resolved from the host."""
-    return {k: expand(v, dict(os.environ)) for k, v in env.items()}
+    """Harbor's `${VAR}` / `${VAR:-default}` templates in env tables, resolved from the host variables
+    named in PROGAGENT_HARBOR_PASS_ENV only (module docstring): any other is its default, or empty."""
+    allowed = passed_env()
+    return {k: expand(v, allowed) for k, v in env.items()}
+
+
+def unpassed_vars(config: TaskConfig) -> list[str]:
+    """The host variables the task's env tables ask for that are not passed (for `harbor check`'s notes)."""
+    allowed = passed_env()
+    wanted = []
+    for table in (config.environment.env, config.verifier.env, config.solution.env):
+        for value in table.values():
+            wanted += [m[1] or m[3] for m in _VAR.finditer(value)]
+    return sorted({w for w in wanted if w not in allowed})
+
+
+def check_context_links(context: Path) -> None:
+    """Refuse a build context whose symbolic links leave it: an absolute target, or a relative one
+    that climbs above environment/ (checked as text: nothing is resolved)."""
+    if not context.is_dir():
+        return
+    try:
+        for entry in untrusted_fs.walk(context, max_entries=untrusted_fs.DEFAULT_MAX_ENTRIES):
+            if not entry.is_link:
+                if not (entry.is_dir or entry.is_file):
+                    raise HarborTaskError(f"{context / entry.path}: {untrusted_fs.describe_mode(entry.st.st_mode)} "
+                                          f"in the build context; only folders, files and links are copied")
+                continue
+            target = entry.readlink()
+            inside = posixpath.normpath(posixpath.join(posixpath.dirname(entry.path), target))
+            if target.startswith("/") or inside == ".." or inside.startswith("../"):
+                raise HarborTaskError(f"{context / entry.path}: a symbolic link to {target!r} leaves the build "
+                                      f"context; links must point inside environment/")
+    except untrusted_fs.PathRefused as exc:
+        raise HarborTaskError(f"{context}: {exc}") from None
 
 
 def _is_under(path: str, root: str) -> bool:
@@ -391,6 +448,7 @@ def load_harbor_task(folder: str | Path) -> HarborTask:
             raise HarborTaskError(f"{folder / name}: required file is missing")
     config = _decode_config(folder / "task.toml")
     context = folder / "environment"
+    check_context_links(context)
     dockerfile = context / "Dockerfile"
     if dockerfile.is_file():
         layout = parse_dockerfile(dockerfile, context)
@@ -403,6 +461,9 @@ def load_harbor_task(folder: str | Path) -> HarborTask:
             raise HarborTaskError(f"{folder / 'task.toml'}: progagent.copy[{dst!r}] = {src!r} needs an absolute "
                                   f"container path and an existing path inside {context}")
         layout.copies.append(CopyOp(str(source), posixpath.normpath(dst), source.is_dir()))
+    for name in unpassed_vars(config):
+        layout.notes.append(f"{folder / 'task.toml'}: ${{{name}}} is not passed from the host "
+                            f"(add it to {PASS_ENV} to pass it)")
     try:
         return HarborTask(folder, config, layout)
     except HarborTaskError as exc:

@@ -33,6 +33,7 @@ import asyncio
 import io
 import json
 import os
+import posixpath
 import shutil
 import signal
 import subprocess
@@ -45,6 +46,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgspec
 
+from envs import untrusted_fs
 from envs.harbor_import import HarborTask, load_harbor_task, resolve_host_env
 from envs.runtime.episode import Episode, EpisodeState, Runtime
 from envs.runtime.sandbox import BWRAP_ENV, launch_argv
@@ -130,35 +132,59 @@ def run_script(task: HarborTask, tree: Path, script: str, *, binds: Sequence[tup
             timed_out, code = True, None
             os.killpg(proc.pid, signal.SIGKILL)  # bwrap dies, and --die-with-parent takes its pid namespace
             proc.wait()
-    text = log_file.read_text(errors="replace") if log_file.exists() else ""
+    text = _tail(log_file, 64 * 1024)
     return ScriptRun(exit_code=code, timed_out=timed_out, duration_s=time.perf_counter() - t0,
                      output_tail="\n".join(text.splitlines()[-40:])[-4000:])
 
 
+#: the most a reward file may hold (test.sh is the task's code: its files are read without following links)
+MAX_REWARD_BYTES = 1 << 20
+
+
+def _tail(path: Path, n: int) -> str:
+    """The last `n` bytes of a log the script wrote (it may have written gigabytes)."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(max(0, os.fstat(f.fileno()).st_size - n))
+            return f.read(n).decode("utf-8", "replace")
+    except FileNotFoundError:
+        return ""
+
+
 def read_rewards(verifier_dir: Path) -> dict[str, float]:
-    """Harbor's reading of /logs/verifier: reward.json first, else reward.txt (ValueError names the file)."""
-    as_json, as_text = verifier_dir / "reward.json", verifier_dir / "reward.txt"
+    """Harbor's reading of /logs/verifier: reward.json first, else reward.txt (ValueError names the file).
+    Read as the host reads what a program wrote: never through a link, never a pipe, at most 1 MiB."""
+
+    def read(name: str) -> str | None:
+        try:
+            return untrusted_fs.read_file(verifier_dir, name, MAX_REWARD_BYTES).decode("utf-8", "replace")
+        except untrusted_fs.PathRefused as exc:
+            if str(exc).endswith("does not exist"):
+                return None
+            raise ValueError(f"{name}: {exc}") from None
+
+    as_json, as_text = read("reward.json"), read("reward.txt")
 
     def text_reward() -> float:
         try:
-            return float(as_text.read_text().strip())
+            return float(as_text.strip())
         except ValueError as exc:
-            raise ValueError(f"{as_text.name}: not a number: {as_text.read_text()[:80]!r}") from exc
+            raise ValueError(f"reward.txt: not a number: {as_text[:80]!r}") from exc
 
-    if as_json.exists():
+    if as_json is not None:
         try:
-            data = json.loads(as_json.read_text())
+            data = json.loads(as_json)
         except ValueError as exc:
-            raise ValueError(f"{as_json.name}: invalid JSON: {exc}") from exc
+            raise ValueError(f"reward.json: invalid JSON: {exc}") from exc
         if not isinstance(data, dict):
-            raise ValueError(f"{as_json.name}: must be a JSON object of numbers")
+            raise ValueError("reward.json: must be a JSON object of numbers")
         rewards = {k: float(v) for k, v in data.items() if isinstance(v, int | float) and not isinstance(v, bool)}
-        if "reward" not in rewards and as_text.exists():
+        if "reward" not in rewards and as_text is not None:
             rewards["reward"] = text_reward()
         if "reward" not in rewards and len(rewards) != 1:
-            raise ValueError(f"{as_json.name}: no 'reward' entry among {sorted(rewards) or 'no numbers'}")
+            raise ValueError(f"reward.json: no 'reward' entry among {sorted(rewards) or 'no numbers'}")
         return rewards
-    if as_text.exists():
+    if as_text is not None:
         return {"reward": text_reward()}
     raise ValueError("tests/test.sh wrote neither /logs/verifier/reward.json nor /logs/verifier/reward.txt")
 
@@ -174,16 +200,13 @@ def verify(task: HarborTask, tree: Path, answer: str | None, timeout_s: float | 
     """Run tests/test.sh on a container tree (after writing `answer`, unless None) and read its rewards."""
     tree = Path(tree)
     if answer is not None:
-        path = task.host_path(tree, task.answer_path)
-        # links the episode left point into its container view: never follow one to the host's files
-        if not path.parent.resolve().is_relative_to(tree.resolve()):
-            error = f"{task.id}: {task.answer_path}: its folder is a link out of the container tree"
+        # the tree is the model's: its folders may be links by now, so nothing is followed on the way
+        try:
+            untrusted_fs.write_file(tree, posixpath.normpath(task.answer_path).lstrip("/"), answer.encode())
+        except untrusted_fs.PathRefused as exc:
+            error = f"{task.id}: the answer could not be written to {task.answer_path}: {exc}"
             return VerifierRun(verdict=Verdict(criteria={}, reward=0.0, score=0.0, error=error), rewards={},
                                script=ScriptRun(exit_code=None, timed_out=False, duration_s=0.0, output_tail=""))
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if path.is_symlink():
-            path.unlink()
-        path.write_text(answer)
     with tempfile.TemporaryDirectory(prefix="harbor-verify-") as tmp:
         tests = Path(shutil.copytree(task.tests_dir, Path(tmp) / "tests", symlinks=True))
         logs = Path(tmp) / "logs"

@@ -1,0 +1,102 @@
+"""Attacks through Harbor tasks: a task folder is third-party input and its container's processes
+are the model's, so links in the build context or the container tree must never lead the host's
+copies, writes and reads outside, and a task's env table must not read the worker's secrets."""
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from envs.harbor_import import PASS_ENV, HarborTaskError, load_harbor_task
+from envs.harbor_run import read_rewards, verify
+
+FIXTURE = Path(__file__).parent / "fixtures" / "harbor" / "warehouse-restock"
+
+
+def task_copy(tmp_path: Path, extra_docker: str = "") -> Path:
+    folder = tmp_path / "task"
+    shutil.copytree(FIXTURE, folder)
+    if extra_docker:
+        with open(folder / "environment" / "Dockerfile", "a") as f:
+            f.write(extra_docker)
+    return folder
+
+
+@pytest.mark.parametrize("target", ["HOST", "../../..", "sub/../../../.."])
+def test_a_build_context_link_out_of_it_is_refused_before_anything_is_copied(tmp_path, target):
+    host = tmp_path / "host"
+    host.mkdir()
+    folder = task_copy(tmp_path, "COPY stuff /app/stuff\nCOPY payload.txt /app/stuff/link/pwned.txt\n")
+    (folder / "environment" / "stuff" / "sub").mkdir(parents=True)
+    os.symlink(str(host) if target == "HOST" else target, folder / "environment" / "stuff" / "link")
+    (folder / "environment" / "payload.txt").write_text("pwned")
+    with pytest.raises(HarborTaskError, match="leaves the build context"):
+        load_harbor_task(folder)
+    assert list(host.iterdir()) == []
+
+
+def test_a_copy_through_a_link_inside_the_tree_is_refused_and_writes_nothing(tmp_path):
+    folder = task_copy(tmp_path, "COPY stuff /app/stuff\nCOPY payload.txt /app/stuff/inner/pwned.txt\n")
+    (folder / "environment" / "stuff" / "real").mkdir(parents=True)
+    os.symlink("real", folder / "environment" / "stuff" / "inner")  # inside the context: loads
+    (folder / "environment" / "payload.txt").write_text("pwned")
+    task = load_harbor_task(folder)
+    tree = tmp_path / "tree"
+    with pytest.raises(HarborTaskError, match="symbolic link"):
+        task.materialize(tree)
+    assert not (tree / "app" / "stuff" / "real" / "pwned.txt").exists()
+    assert os.readlink(tree / "app" / "stuff" / "inner") == "real"  # copied as a link, never followed
+
+
+def test_special_files_in_the_build_context_are_refused(tmp_path):
+    folder = task_copy(tmp_path)
+    os.mkfifo(folder / "environment" / "data" / "pipe")
+    with pytest.raises(HarborTaskError, match="pipe"):
+        load_harbor_task(folder)
+
+
+def test_env_tables_read_only_the_host_variables_passed_to_them(tmp_path, monkeypatch):
+    monkeypatch.setenv("PROGAGENT_TEST_SECRET", "sk-live-abcdef")
+    monkeypatch.delenv(PASS_ENV, raising=False)
+    folder = task_copy(tmp_path)
+    with open(folder / "task.toml") as f:
+        text = f.read()
+    text = text.replace("allow_internet = false",
+                        'allow_internet = false\nenv = { API = "${PROGAGENT_TEST_SECRET}", '
+                        'D = "${NOT_SET_XYZ:-fallback}", HOME2 = "$HOME" }')
+    (folder / "task.toml").write_text(text)
+    task = load_harbor_task(folder)
+    env = task.base_env()
+    assert env["API"] == "" and env["D"] == "fallback" and env["HOME2"] == ""
+    assert "sk-live" not in " ".join(task.container_argv(tmp_path))
+    assert any("PROGAGENT_TEST_SECRET" in n and PASS_ENV in n for n in task.layout.notes)
+    monkeypatch.setenv(PASS_ENV, "PROGAGENT_TEST_SECRET")
+    assert load_harbor_task(folder).base_env()["API"] == "sk-live-abcdef"
+
+
+def test_the_answer_is_never_written_through_a_link_the_episode_left(tmp_path):
+    host = tmp_path / "host"
+    host.mkdir()
+    task = load_harbor_task(FIXTURE)
+    tree = task.materialize(tmp_path / "tree")
+    shutil.rmtree(tree / "app")
+    os.symlink(host, tree / "app")  # what a container process can do to its own /app
+    run = verify(task, tree, "ANSWER: 42")
+    assert run.verdict.error and "symbolic link" in run.verdict.error and run.verdict.reward == 0.0
+    assert list(host.iterdir()) == []
+
+
+def test_reward_files_are_read_without_following_links_or_blocking(tmp_path):
+    secret = tmp_path / "secret.txt"
+    secret.write_text("0.75 HOST SECRET")
+    logs = tmp_path / "verifier"
+    logs.mkdir()
+    os.symlink(secret, logs / "reward.txt")
+    with pytest.raises(ValueError, match="symbolic link") as exc:
+        read_rewards(logs)
+    assert "HOST SECRET" not in str(exc.value)
+    os.unlink(logs / "reward.txt")
+    os.mkfifo(logs / "reward.json")  # no writer: an open that blocks would hang the judge
+    with pytest.raises(ValueError, match="pipe"):
+        read_rewards(logs)
