@@ -16,7 +16,7 @@ from pathlib import Path
 
 import ray
 
-from envs.library import LIBRARY_DIR, get_task
+from envs.library import LIBRARY_DIR, Task, TaskLoadError, get_task
 from envs.task_env import EnvironmentCache, Verdict, judge, restore_state
 
 
@@ -49,15 +49,21 @@ def run_with_deadline(fn: Callable[..., Verdict], args: tuple, timeout_s: float)
         parent.close()
 
 
-def _verify_task(root: str, task_id: str, scale: str, state: bytes, answer: str, cache_root: str) -> Verdict:
+def _verify_task(task: Task, scale: str, state: bytes, answer: str, cache_root: str) -> Verdict:
     with tempfile.TemporaryDirectory() as tmp:
         final = restore_state(state, Path(tmp) / "final")
-        return judge(get_task(task_id, root), scale, final, answer, EnvironmentCache(cache_root))
+        return judge(task, scale, final, answer, EnvironmentCache(cache_root))
 
 
 def verify_with_deadline(task_id: str, scale: str, state: bytes, answer: str, timeout_s: float,
                          library_root: str, cache_root: str) -> Verdict:
-    return run_with_deadline(_verify_task, (library_root, task_id, scale, state, answer, cache_root), timeout_s)
+    """The task is loaded here, before the fork: a task that did not ship verifies in bubblewrap through
+    this process's code runner (envs/code_runner.py), which must outlive the forked child."""
+    try:
+        task = get_task(task_id, library_root)
+    except TaskLoadError as exc:
+        return Verdict(criteria={}, reward=0.0, score=0.0, error=f"TaskLoadError: {exc}")
+    return run_with_deadline(_verify_task, (task, scale, state, answer, cache_root), timeout_s)
 
 
 def verify_harbor_with_deadline(path: str, state: bytes, answer: str, timeout_s: float | None = None) -> Verdict:

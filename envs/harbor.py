@@ -3,7 +3,7 @@
     OUT/task.toml          [metadata] [verifier] [agent] [environment] + [[environment.mcp_servers]]
     OUT/instruction.md     the instruction, plus where the final answer goes (/app/answer.txt)
     OUT/environment/       Dockerfile; env/ (db.sqlite + workspace/ at this scale); progagent/ (the
-                           task's tool server: envs.taskkit/untrusted_fs/library/task_server + task.toml, tools.py)
+                           task's tool server: envs.taskkit/untrusted_fs/provenance/library/task_server + task.toml, tools.py)
     OUT/tests/test.sh      rebuilds the initial state, runs verify.py, writes /logs/verifier/reward.json
     OUT/solution/solve.sh  runs the oracle program against the task's MCP server
 
@@ -23,7 +23,7 @@ ANSWER_PATH = "/app/answer.txt"
 ENV_ROOT = "/app/env"
 PKG_ROOT = "/opt/progagent"
 _ENVS = Path(__file__).resolve().parent
-_KIT = ("__init__.py", "taskkit.py", "untrusted_fs.py", "library.py", "task_server.py")
+_KIT = ("__init__.py", "taskkit.py", "untrusted_fs.py", "provenance.py", "library.py", "task_server.py")
 
 DOCKERFILE = f"""\
 FROM python:3.11-slim
@@ -53,7 +53,8 @@ p = argparse.ArgumentParser()
 p.add_argument("--final"); p.add_argument("--answer"); p.add_argument("--out")
 a = p.parse_args()
 meta = json.loads(Path("export.json").read_text())
-task = load_task(Path("tasks") / meta["task"], required=("task.toml", "tools.py", "data.py", "verify.py"))
+task = load_task(Path("tasks") / meta["task"], required=("task.toml", "tools.py", "data.py", "verify.py"),
+                 trusted=True)  # Harbor's verifier container is the sandbox
 answer = Path(a.answer).read_text() if Path(a.answer).exists() else ""
 with tempfile.TemporaryDirectory() as tmp:
     task.build(Path(tmp), meta["scale"])

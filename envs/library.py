@@ -5,6 +5,12 @@ The task contract is written in envs/TASK_FORMAT.md. Task modules are loaded fro
 workspace, or an imported Harbor task. `Task.run_program` runs a program's cells against an
 environment in this process, with the tools as plain calls: for the task's own oracle and wrong
 solutions (validator, context report), or inside the synthesis sandbox's child — never for a model.
+
+Whose code may run here (envs/provenance.py): only a shipped task's. `load_task` gives any other
+folder as a `SandboxedTask` (envs/code_runner.py), whose build, verify, tool listing and programs
+run in bubblewrap and whose tools are served by the "sandboxed" transport. `trusted=True` loads a
+folder's code into this process all the same: for the sandboxed children themselves (the tool host,
+the task child), and for callers who vouch for a folder they wrote (tests).
 """
 
 from __future__ import annotations
@@ -24,12 +30,16 @@ from typing import Any
 
 import msgspec
 
+from envs import untrusted_fs
+from envs.provenance import SHIPPED, provenance
 from envs.taskkit import Env, Scale, ToolError, VerifyContext, is_tool, scale_named
 
 LIBRARY_DIR = Path(__file__).resolve().parent / "tasks"
 SCALE_NAMES = ("v0", "v1", "v2", "v3")
 REQUIRED_FILES = ("task.toml", "instruction.md", "data.py", "tools.py", "verify.py", "oracle.py")
 CELL_MARKER = "# %%"
+#: a built environment (db + workspace) copied into an episode: far above any task's (v3 is ~1 MB)
+MAX_ENVIRONMENT_BYTES = 512 * 2**20
 
 
 class TaskLoadError(Exception):
@@ -60,11 +70,18 @@ class TaskSpec(msgspec.Struct, forbid_unknown_fields=True):
 class Task:
     """A loaded task folder: its spec, its instruction and lazily loaded modules."""
 
-    def __init__(self, folder: Path, spec: TaskSpec):
+    def __init__(self, folder: Path, spec: TaskSpec, provenance: str = SHIPPED):
         self.dir = folder
         self.spec = spec
         self.id = spec.id
+        self.provenance = provenance  # envs/provenance.py: "shipped", or "external" (then run sandboxed)
         self._modules: dict[str, ModuleType] = {}
+
+    @property
+    def tool_transport(self) -> str:
+        """How this task's tools.py is served to episodes (envs/task_env.py): in this process for code
+        that runs here (a shipped task, or inside a sandbox); SandboxedTask says "sandboxed"."""
+        return "inprocess"
 
     def __repr__(self) -> str:
         return f"Task({self.id!r})"
@@ -220,8 +237,13 @@ class InProcessTools(dict):
         return call
 
 
-def load_task(folder: str | Path, required: tuple[str, ...] = REQUIRED_FILES) -> Task:
-    """Decode a task folder. `required` is narrower where only part of a task travels (Harbor)."""
+def load_task(folder: str | Path, required: tuple[str, ...] = REQUIRED_FILES, *, trusted: bool = False,
+              runner: Any = None) -> Task:
+    """Decode a task folder. `required` is narrower where only part of a task travels (Harbor).
+
+    A folder that did not ship with ProgAgent comes back as a SandboxedTask whose code runs through
+    `runner` (a CodeRunner; default: this process's `default_runner()`, bubblewrap); `trusted`: import
+    the task's modules here anyway (this process is the sandbox, or the caller vouches for the folder)."""
     folder = Path(folder)
     for name in required:
         if not (folder / name).is_file():
@@ -240,7 +262,13 @@ def load_task(folder: str | Path, required: tuple[str, ...] = REQUIRED_FILES) ->
     for field, values in (("scales.rows", spec.scales.rows), ("scales.files", spec.scales.files)):
         if len(values) != 4:
             raise TaskLoadError(f"{toml_path}: field '{field}' needs 4 values (v0..v3), got {len(values)}")
-    return Task(folder, spec)
+    origin = provenance(folder)
+    task = Task(folder, spec, origin)
+    if origin == SHIPPED or trusted:
+        return task
+    from envs.code_runner import SandboxedTask  # the runner imports this module
+
+    return SandboxedTask(task, runner)
 
 
 def load_library(root: str | Path = LIBRARY_DIR) -> tuple[dict[str, Task], dict[str, str]]:
@@ -257,16 +285,18 @@ def load_library(root: str | Path = LIBRARY_DIR) -> tuple[dict[str, Task], dict[
     return tasks, errors
 
 
-def get_task(task_id: str, root: str | Path = LIBRARY_DIR) -> Task:
+def get_task(task_id: str, root: str | Path = LIBRARY_DIR, *, trusted: bool = False) -> Task:
     folder = Path(root) / task_id
     if not folder.is_dir():
         known = sorted(p.name for p in Path(root).iterdir() if p.is_dir() and not p.name.startswith(("_", ".")))
         raise TaskLoadError(f"unknown task {task_id!r}; known tasks: {', '.join(known) or 'none'}")
-    return load_task(folder)
+    return load_task(folder, trusted=trusted)
 
 
 def copy_environment(src: Path, dst: Path) -> None:
-    """Copy a built environment (db + workspace) into dst, keeping dst/workspace as the same inode."""
+    """Copy a built environment (db + workspace) into dst, keeping dst/workspace as the same inode.
+    Nothing is followed and only regular files and folders are copied (envs/untrusted_fs.py): a
+    built environment is the output of a task's data.py."""
     (dst / "workspace").mkdir(parents=True, exist_ok=True)
-    shutil.copy2(src / "db.sqlite", dst / "db.sqlite")
-    shutil.copytree(src / "workspace", dst / "workspace", dirs_exist_ok=True)
+    size = untrusted_fs.copy_file(src / "db.sqlite", dst, "db.sqlite", max_bytes=MAX_ENVIRONMENT_BYTES)
+    untrusted_fs.copy_tree(src / "workspace", dst, "workspace", max_bytes=MAX_ENVIRONMENT_BYTES - size)

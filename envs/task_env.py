@@ -10,11 +10,12 @@ Environments are built once per (task, scale) into the cache and copied into eac
 of 16 rollouts builds once). The verifier reads the episode's final state and a pristine copy of
 the initial state; neither it nor the oracle is ever inside the sandbox.
 
-Where the task's tools.py runs (`transport`, see `task_upstream`):
-- "inprocess" (default; the library's own, trusted tasks): in this process, the SDK's in-memory
+Where the task's tools.py runs (`transport`, see `task_upstream`; by default the task's own
+`Task.tool_transport`: "inprocess" for a shipped task, "sandboxed" for any other, envs/provenance.py):
+- "inprocess" (the library's own, shipped tasks): in this process, the SDK's in-memory
   transport, no process start per episode;
-- "stdio": `python -m envs.task_server` as a plain child process (no isolation);
-- "sandboxed" (model-written tasks, synth/): tools.py runs in `python -m envs.tool_host` inside
+- "stdio": `python -m envs.task_server` as a plain child process (no isolation; shipped tasks only);
+- "sandboxed" (every task that did not ship: model-written ones, other libraries): tools.py runs in `python -m envs.tool_host` inside
   bubblewrap, under the runtime's memory and process limits (`open_task_episode`; with cgroups its
   own cgroup, emptied when the episode closes, so threads and processes a tool started end with
   it); the MCP server is in this process and forwards each call to it (envs/hosted_tools.py). The
@@ -133,13 +134,19 @@ def sandboxed_server_argv(task: Task, env_root: Path, module: str = "envs.task_s
                        Path(env_root).resolve().parent / "sandbox")
 
 
-def task_upstream(task: Task, env_root: Path, transport: str = "inprocess", *, limits: LimitBackend | None = None,
+def task_upstream(task: Task, env_root: Path, transport: str | None = None, *, limits: LimitBackend | None = None,
                   errlog: Path | None = None) -> Upstream | UpstreamSpec:
-    """The task's MCP server over one episode's environment, served by `transport` (module docstring).
+    """The task's MCP server over one episode's environment, served by `transport` (module docstring;
+    None: the task's own). A task whose code must stay sandboxed is served "sandboxed" only.
 
     "sandboxed" runs inside `limits` (a fresh cgroup/rlimit set per server start) when given."""
     from envs.runtime.upstream import Upstream, UpstreamSpec
     from envs.task_server import build_server
+
+    transport = transport or task.tool_transport
+    if task.tool_transport == "sandboxed" and transport != "sandboxed":
+        raise ValueError(f"task {task.id!r} did not ship with ProgAgent ({task.provenance}): its tools.py is "
+                         f"served only by the 'sandboxed' transport, not {transport!r}")
 
     if transport == "inprocess":
         return Upstream(UpstreamSpec(TASK_UPSTREAM), server_object=build_server(task, env_root))
@@ -155,11 +162,13 @@ def task_upstream(task: Task, env_root: Path, transport: str = "inprocess", *, l
 
 
 async def open_task_episode(runtime: Runtime, task: Task, scale: str, cache: EnvironmentCache,
-                            transport: str = "inprocess") -> Episode:
+                            transport: str | None = None) -> Episode:
     """A fresh sandboxed episode over a copy of the built environment and the task's MCP server
-    (served by `transport`: "inprocess", "stdio" or "sandboxed", under the runtime's limits)."""
+    (served by `transport`: "inprocess", "stdio" or "sandboxed", under the runtime's limits; None:
+    the task's own, `Task.tool_transport`)."""
     import asyncio
 
+    transport = transport or task.tool_transport
     if transport not in TRANSPORTS:
         raise ValueError(f"unknown task server transport {transport!r}; expected one of {', '.join(TRANSPORTS)}")
     built = await asyncio.to_thread(cache.get, task, scale)

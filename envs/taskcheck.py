@@ -1,8 +1,9 @@
 """Fast in-process checks of a task folder, for authors and the synthesis pipeline.
 
 This runs tools as plain Python calls (with a JSON round trip, as MCP would do) and programs with
-`exec`, so it is NOT a sandbox: use it only on trusted code (the task's own oracle and wrong
-solutions). `progagent tasks validate` runs the same checks through the real sandboxed runtime.
+`exec`, so it is NOT a sandbox: use it only on code you trust (an author's own task; the folder is
+loaded as trusted, envs/provenance.py). `progagent tasks validate` runs the same checks through the
+real sandboxed runtime, and runs any task that did not ship in bubblewrap.
 
     python -m envs.taskcheck TASK_ID [--scales v0,v1,v2,v3]
 """
@@ -19,7 +20,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from envs.library import SCALE_NAMES, Task, TaskLoadError, get_task, load_task
+from envs import untrusted_fs
+from envs.library import MAX_ENVIRONMENT_BYTES, SCALE_NAMES, Task, TaskLoadError, get_task, load_task
 
 
 def _dump_digest(db: Path) -> str:
@@ -33,9 +35,8 @@ def _dump_digest(db: Path) -> str:
     return h.hexdigest()
 
 
-def _workspace_files(root: Path) -> list[Path]:
-    ws = root / "workspace"
-    return sorted(p.relative_to(ws) for p in ws.rglob("*") if p.is_file())
+def _workspace_files(root: Path) -> list[str]:
+    return [p for p, _ in untrusted_fs.list_files(root / "workspace", max_entries=untrusted_fs.DEFAULT_MAX_ENTRIES)]
 
 
 def same_environment(a: Path, b: Path) -> bool:
@@ -46,8 +47,9 @@ def same_environment(a: Path, b: Path) -> bool:
     cost at v3). Only databases whose bytes differ are compared row by row, since the same rows can
     be laid out in different pages."""
     files = _workspace_files(a)
-    if files != _workspace_files(b) or any(
-            (a / "workspace" / p).read_bytes() != (b / "workspace" / p).read_bytes() for p in files):
+    cap = MAX_ENVIRONMENT_BYTES
+    if files != _workspace_files(b) or any(untrusted_fs.read_file(a / "workspace", p, cap)
+                                           != untrusted_fs.read_file(b / "workspace", p, cap) for p in files):
         return False
     da, db = a / "db.sqlite", b / "db.sqlite"
     return da.read_bytes() == db.read_bytes() or _dump_digest(da) == _dump_digest(db)
@@ -58,9 +60,9 @@ def env_stats(root: Path) -> dict[str, Any]:
     tables = [r[0] for r in con.execute("select name from sqlite_master where type='table'")]
     rows = sum(con.execute(f'select count(*) from "{t}"').fetchone()[0] for t in tables)
     con.close()
-    files = [p for p in (root / "workspace").rglob("*") if p.is_file()]
+    files = untrusted_fs.list_files(root / "workspace", max_entries=untrusted_fs.DEFAULT_MAX_ENTRIES)
     return {"db_bytes": (root / "db.sqlite").stat().st_size, "rows": rows, "tables": len(tables),
-            "files": len(files), "file_bytes": sum(p.stat().st_size for p in files)}
+            "files": len(files), "file_bytes": sum(n for _, n in files)}
 
 
 def check_task(task: Task, scales: tuple[str, ...] = SCALE_NAMES) -> dict[str, Any]:
@@ -127,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scales", default=",".join(SCALE_NAMES))
     args = parser.parse_args(argv)
     try:
-        task = load_task(args.task) if Path(args.task).is_dir() else get_task(args.task)
+        task = load_task(args.task, trusted=True) if Path(args.task).is_dir() else get_task(args.task, trusted=True)
     except TaskLoadError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

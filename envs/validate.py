@@ -8,7 +8,7 @@ workspace grow with scale; instruction and tool schemas are identical at every s
 Wrong solutions test the verifier, which does not care how the state was made: they run as plain
 calls to the same tool functions with the MCP server's JSON round trip and commit/rollback
 (`Task.run_program`) — in this process for the library's own tasks, in a bubblewrap child for
-model-written ones (synth/sandbox.py). A sandboxed kernel and task server per wrong solution had
+model-written ones and any task that did not ship (envs/code_runner.py). A sandboxed kernel and task server per wrong solution had
 been half the library's CPU time. `validate_parallel` keeps one runtime (and its warm pool) per
 worker process, and workers pull tasks until none are left.
 """
@@ -48,7 +48,7 @@ class SolutionRun(msgspec.Struct):
 
 
 async def run_solution(runtime: Runtime, task: Task, scale: str, cache: EnvironmentCache, program: str,
-                       transport: str = "inprocess") -> SolutionRun:
+                       transport: str | None = None) -> SolutionRun:
     """`program` cell by cell in a fresh episode (the task's MCP server served by `transport`), then judged."""
     t0 = time.perf_counter()
     ep = await open_task_episode(runtime, task, scale, cache, transport)
@@ -87,10 +87,10 @@ def _wrong_run(task: Task, scale: str, cache: EnvironmentCache, source: str) -> 
 
 
 async def validate_task(runtime: Runtime, task: Task, cache: EnvironmentCache,
-                        scales: tuple[str, ...] = SCALE_NAMES, transport: str = "inprocess") -> dict[str, Any]:
-    """`transport`: how the task's MCP server runs for the oracle (envs/task_env.py; "sandboxed" for
-    model-written tools.py). Wrong solutions run through `task.run_program`: in process for the
-    library's own tasks, in the synthesis sandbox's child for model-written ones (synth/sandbox.py)."""
+                        scales: tuple[str, ...] = SCALE_NAMES, transport: str | None = None) -> dict[str, Any]:
+    """`transport`: how the task's MCP server runs for the oracle (envs/task_env.py; None: the task's
+    own, "sandboxed" for every task that did not ship). Wrong solutions run through `task.run_program`: in process for the
+    library's own tasks, in the synthesis sandbox's child for model-written ones and any task that did not ship (envs/code_runner.py)."""
     report: dict[str, Any] = {"task": task.id, "domain": task.spec.domain, "scales": {}, "problems": []}
     problems: list[str] = report["problems"]
     try:

@@ -47,7 +47,7 @@ class _AnswerAfterScript(ScriptedGenerator):
 
 async def oracle_trajectory(runtime: Runtime, task: Task, scale: str, harness: str, renderer: ChatRenderer,
                             cache: EnvironmentCache, limits: LoopLimits | None = None,
-                            group_id: str = "", sample_idx: int = 0, transport: str = "inprocess") -> Trajectory:
+                            group_id: str = "", sample_idx: int = 0, transport: str | None = None) -> Trajectory:
     limits = limits or LoopLimits(max_turns=400, max_context_tokens=1 << 20, max_new_tokens=1 << 14,
                                   max_calls_per_turn=1)
     cells = split_cells(task.oracle_source)
@@ -75,10 +75,10 @@ async def oracle_trajectory(runtime: Runtime, task: Task, scale: str, harness: s
 async def generator_trajectory(runtime: Runtime, task: Task, scale: str, harness: str, renderer: ChatRenderer,
                                cache: EnvironmentCache, generator: Any, limits: LoopLimits | None = None,
                                sampling: SamplingParams | None = None, group_id: str = "",
-                               sample_idx: int = 0, transport: str = "inprocess") -> Trajectory:
+                               sample_idx: int = 0, transport: str | None = None) -> Trajectory:
     """One judged episode driven by any generator (a policy, an API teacher), or by a callable that
     makes one from the open episode (the oracle teacher reads the kernel's final answer). `transport`:
-    how the task's MCP server runs (envs/task_env.py; "sandboxed" for model-written tools.py)."""
+    how the task's MCP server runs (envs/task_env.py; None: the task's own, "sandboxed" unless shipped)."""
     episode = await open_task_episode(runtime, task, scale, cache, transport)
     try:
         if callable(generator) and not hasattr(generator, "generate"):

@@ -12,7 +12,7 @@
 
 Where model-written code runs: data.py builds, verify() calls and the first import of the task's
 modules each run in a child process with a wall-clock deadline (`code_timeout_s`), inside
-bubblewrap where it is usable (synth/sandbox.py: no network, the candidate folder read-only, only
+bubblewrap where it is usable (envs/code_runner.py: no network, the candidate folder read-only, only
 the output folder writable, no host home, repository or other tasks); a timeout or crash is a
 problem for the repair prompt. Programs (oracle, wrong solutions, the solver's) run in the
 runtime's sandboxed kernels. tools.py is served by the task's MCP server with the runner's
@@ -34,6 +34,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from envs.code_runner import CandidateCodeError, CodeRunner, CodeTimeout
 from envs.library import Task, TaskLoadError, load_task
 from envs.runtime.episode import Runtime
 from envs.task_env import EnvironmentCache, judge
@@ -43,7 +44,6 @@ from rollout.agent_loop import ChatRenderer, LoopLimits
 from rollout.teacher import generator_trajectory
 from rollout.types import SamplingParams, Trajectory
 from synth.config import AuditConfig
-from synth.sandbox import CandidateCodeError, CodeRunner, CodeTimeout, SandboxedTask
 
 MAX_FEEDBACK_CHARS = 1_500
 
@@ -80,15 +80,10 @@ def _run_problems(label: str, run: SolutionRun) -> list[str]:
     return ["; ".join(parts[:3]) + ("\n" + "\n".join(parts[3:]) if parts[3:] else "")]
 
 
-def tool_transport(task: Task) -> str:
-    """How the task's tools.py is served: its runner's transport for a candidate, else in process."""
-    return task.runner.tool_transport if isinstance(task, SandboxedTask) else "inprocess"
-
-
 def load(folder: Path, runner: CodeRunner) -> tuple[Task | None, list[str]]:
     """The task (its build and verify() through `runner`) and its static problems; None when unusable."""
     try:
-        task = runner.task(load_task(folder))  # reads task.toml only
+        task = load_task(folder, runner=runner)  # reads task.toml only
         n = len(task.tool_names())  # the modules' top-level code runs in the sandbox, under the deadline
     except TaskLoadError as exc:
         return None, [str(exc).replace(str(folder) + "/", "")]
@@ -171,7 +166,7 @@ async def audit(runtime: Runtime, task: Task, cache: EnvironmentCache, renderer:
     limits = LoopLimits(max_turns=cfg.max_turns, max_context_tokens=cfg.max_context_tokens,
                         max_new_tokens=cfg.max_new_tokens)
     sampling = SamplingParams(temperature=temperature, max_new_tokens=cfg.max_new_tokens)
-    transport = tool_transport(task)
+    transport = task.tool_transport
     oracle, traj = await asyncio.gather(
         run_solution(runtime, task, cfg.scale, cache, task.oracle_source, transport),
         generator_trajectory(runtime, task, cfg.scale, cfg.harness, renderer, cache, generator, limits=limits,
@@ -189,6 +184,6 @@ async def audit(runtime: Runtime, task: Task, cache: EnvironmentCache, renderer:
 
 async def validate(runtime: Runtime, task: Task, cache: EnvironmentCache) -> dict[str, Any]:
     """The library validator's report, plus the fingerprint of what must be identical across scales."""
-    report = await validate_task(runtime, task, cache, transport=tool_transport(task))
+    report = await validate_task(runtime, task, cache, transport=task.tool_transport)
     report["fingerprint"] = task.fingerprint()
     return report

@@ -14,7 +14,7 @@ Every finished stage leaves a record (synth/records.py) and is skipped on a re-r
 stopped at any point and continued, and an accepted or discarded candidate costs nothing again.
 An endpoint or runtime error leaves no record for its stage: the candidate is reported under
 `errors` and the next run retries from that stage. A candidate's data.py and verify.py run in a
-sandboxed child with a deadline (`code_timeout_s`, synth/sandbox.py): a hang is repair feedback.
+sandboxed child with a deadline (`code_timeout_s`, envs/code_runner.py): a hang is repair feedback.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from typing import Any
 
 import msgspec
 
+from envs.code_runner import CodeRunner
 from envs.library import load_library, load_task
 from envs.runtime.episode import Runtime
 from envs.task_env import EnvironmentCache
@@ -40,7 +41,6 @@ from synth.llm import LLM, StageFailed, total_usage
 from synth.parse import ResponseFormatError, parse_files, parse_json
 from synth.prompts import Diagnosis, Intent, IntentList
 from synth.records import Outcome, StageRecord, Store, Usage, now
-from synth.sandbox import CodeRunner
 
 log = logging.getLogger("progagent.synth")
 
@@ -309,7 +309,7 @@ class Pipeline:
         runtime, cache, runner = await self._env()
         spec = self.cfg.models.for_stage("audit")
         gen = OpenAIGenerator(spec.model, client=self.llm.client(spec))
-        res = await checks.audit(runtime, runner.task(load_task(folder)), cache, await self._audit_renderer(), gen,
+        res = await checks.audit(runtime, load_task(folder, runner=runner), cache, await self._audit_renderer(), gen,
                                  self.cfg.audit, 1.0 if spec.temperature is None else spec.temperature)
         if res["solver"]["termination"] == "generator_error":
             raise RuntimeError(f"the audit model's endpoint failed ({spec.model})")
@@ -360,7 +360,7 @@ class Pipeline:
 
     async def _validate(self, cid: str, rev: int, folder: Path) -> StageRecord:
         runtime, cache, runner = await self._env()
-        report = await checks.validate(runtime, runner.task(load_task(folder)), cache)
+        report = await checks.validate(runtime, load_task(folder, runner=runner), cache)
         return StageRecord(stage="validate", candidate=cid, revision=rev, ok=report["ok"], outputs=report,
                            inputs={"task_dir": str(folder)},
                            error="\n".join(f"- {p}" for p in report["problems"]) or None)
@@ -376,7 +376,7 @@ class Pipeline:
         dst = self.library / cid
         shutil.rmtree(dst, ignore_errors=True)
         shutil.copytree(folder, dst, ignore=shutil.ignore_patterns("__pycache__"))
-        load_task(dst)  # the library folder loads as written
+        load_task(dst, runner=self._runner)  # the library folder loads as written
         return self._finish(cid, intent, rev, "accepted", "", str(dst))
 
     def _finish(self, cid: str, intent: Intent, rev: int, status: str, reason: str, task_dir: str = "") -> Outcome:

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from envs.code_runner import CodeRunner
 from envs.harbor_import import load_harbor_task
 from envs.harbor_run import run_script
 from envs.library import load_task
 from envs.task_env import EnvironmentCache, open_task_episode
-from synth.sandbox import CodeRunner
 from tests.test_task_format import write_task
 
 SECRET = "sk-progagent-test-4b1d9e0c7a"
@@ -106,7 +106,7 @@ async def test_the_synthesis_code_child_shows_no_host_environment_or_paths(runti
         '''))
     runner = CodeRunner(timeout_s=60, mode="bwrap", limits=runtime.limits)
     out = tmp_path / "built"
-    runner.task(load_task(folder)).build(out, "v0")
+    load_task(folder, runner=runner).build(out, "v0")
     assert_clean(json.loads((out / "workspace" / "proc.json").read_text()), secret_env + [str(out), str(folder)])
 
 

@@ -109,7 +109,7 @@ async def test_judge_crash_is_retried_and_verifier_failures_are_recorded(ray_clu
     from envs.library import load_task
     from envs.task_env import snapshot_state
 
-    task = load_task(folder)
+    task = load_task(folder, trusted=True)
     task.build(tmp_path / "env", "v0")
     state = snapshot_state(tmp_path / "env")
     verdict = verify_with_deadline(task.id, "v0", state, "", 2.0, str(tmp_path), str(tmp_path / "cache"))

@@ -12,7 +12,7 @@ from tests.test_task_format import write_task
 
 
 def test_export_layout_solution_and_verifier(tmp_path):
-    task = load_task(write_task(tmp_path / "lib"))
+    task = load_task(write_task(tmp_path / "lib"), trusted=True)
     out = export_harbor(task, "v1", tmp_path / "harbor")
     meta = tomllib.loads((out / "task.toml").read_text())
     assert meta["verifier"]["timeout_sec"] > 0 and meta["agent"]["timeout_sec"] > 0

@@ -46,7 +46,7 @@ def dataset(tmp_path_factory) -> Path:
     """A dataset folder of three Harbor tasks: not ours, ours exported, and one with a crashing test.sh."""
     root = tmp_path_factory.mktemp("harbor")
     shutil.copytree(FIXTURE, root / WAREHOUSE)
-    export_harbor(load_task(write_task(tmp_path_factory.mktemp("lib"), EXPORTED)), "v0", root / EXPORTED)
+    export_harbor(load_task(write_task(tmp_path_factory.mktemp("lib"), EXPORTED), trusted=True), "v0", root / EXPORTED)
     shutil.copytree(FIXTURE, root / NO_REWARD)
     (root / NO_REWARD / "tests" / "test.sh").write_text(CRASHING_TEST_SH)
     return root

@@ -18,6 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from envs.code_runner import CandidateCodeError, CodeRunner, CodeTimeout, bwrap_works
 from envs.library import load_library, load_task
 from envs.task_env import EnvironmentCache, judge
 from launch import synth_cli
@@ -29,7 +30,6 @@ from synth.parse import ResponseFormatError, parse_files, parse_json
 from synth.pipeline import Pipeline
 from synth.prompts import CONSTRUCT_FILES, IntentList
 from synth.records import Store
-from synth.sandbox import CandidateCodeError, CodeRunner, CodeTimeout, bwrap_works
 
 FIX = Path(__file__).parent / "fixtures" / "synth_replay"
 TASK = "library_overdue_fines"
@@ -357,7 +357,7 @@ def test_candidate_code_sees_no_host_files_network_or_other_tasks(happy, tmp_pat
                           "FileNotFoundError"),
     }
     for i, (name, (source, error)) in enumerate(cases.items()):
-        task = runner.task(load_task(with_data_py(folder, tmp_path / name, source)))
+        task = load_task(with_data_py(folder, tmp_path / name, source), runner=runner)
         with pytest.raises(CandidateCodeError) as caught:
             task.build(tmp_path / f"env{i}", "v0")
         assert type(caught.value).__name__ == error, (name, caught.value.feedback)
@@ -370,12 +370,12 @@ def test_candidate_code_sees_no_host_files_network_or_other_tasks(happy, tmp_pat
     assert task is None and "ConnectionRefusedError" in problems[0] and "tools.py" in problems[0]
     listener.close()
     # the verifier reads its environments but cannot change them
-    task = runner.task(load_task(folder))
+    task = load_task(folder, runner=runner)
     env = tmp_path / "env"
     task.build(env, "v0")
     assert (env / "db.sqlite").stat().st_size > 0
     writes = "from pathlib import Path\ndef verify(ctx):\n    Path(ctx.final.root, 'x').write_text('x')\n"
-    task = runner.task(load_task(with_data_py(folder, tmp_path / "verify_writes", writes, "verify.py")))
+    task = load_task(with_data_py(folder, tmp_path / "verify_writes", writes, "verify.py"), runner=runner)
     verdict = judge(task, "v0", env, "", EnvironmentCache(tmp_path / "cache"))
     assert verdict.reward == 0.0 and verdict.error.startswith("OSError: [Errno 30] Read-only file system")
     assert not (env / "x").exists()
@@ -387,18 +387,18 @@ def test_endless_verify_and_its_processes_are_killed(happy, tmp_path):
     folder = Store(happy[0]).task_dir(TASK, 1)
     mode = "bwrap" if BWRAP else "process"
     looping = "def verify(ctx):\n    while True:\n        pass\n"
-    task = CodeRunner(timeout_s=2, mode=mode).task(load_task(with_data_py(folder, tmp_path / "loop", looping,
-                                                                          "verify.py")))
+    task = load_task(with_data_py(folder, tmp_path / "loop", looping, "verify.py"),
+                     runner=CodeRunner(timeout_s=2, mode=mode))
     cache = EnvironmentCache(tmp_path / "cache")
-    initial = cache.get(CodeRunner(timeout_s=60, mode=mode).task(load_task(folder)), "v0")  # same data.py
+    initial = cache.get(load_task(folder, runner=CodeRunner(timeout_s=60, mode=mode)), "v0")  # same data.py
     t0 = time.perf_counter()
     verdict = judge(task, "v0", initial, "", cache)
     assert verdict.reward == 0.0 and verdict.error.startswith("CodeTimeout: verify() did not finish within 2 s")
     assert time.perf_counter() - t0 < 10
     spawns = ("import subprocess\ndef build(root, scale, seed):\n"
               "    p = subprocess.Popen(['sleep', '600'])\n"
-              "    (root / 'pid').write_text(str(p.pid))\n    while True:\n        pass\n")
-    task = CodeRunner(timeout_s=2, mode="process").task(load_task(with_data_py(folder, tmp_path / "spawn", spawns)))
+              "    (root.parent / 'pid').write_text(str(p.pid))\n    while True:\n        pass\n")  # root: the build's own folder
+    task = load_task(with_data_py(folder, tmp_path / "spawn", spawns), runner=CodeRunner(timeout_s=2, mode="process"))
     with pytest.raises(CodeTimeout, match=r"build\(v0\) did not finish within 2 s"):
         task.build(tmp_path / "env", "v0")
     pid = int((tmp_path / "env" / "pid").read_text())

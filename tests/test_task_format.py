@@ -114,11 +114,11 @@ def test_broken_tasks_are_reported_by_file_and_field_and_do_not_hide_others(tmp_
 def test_tools_must_match_task_toml(tmp_path):
     folder = write_task(tmp_path, toml='id = "demo_items"\ndomain = "x"\ntitle = "t"\ntools = ["list_items", "ghost"]\n')
     with pytest.raises(TaskLoadError, match=r"listed but missing: \['ghost'\]"):
-        load_task(folder).tool_functions()
+        load_task(folder, trusted=True).tool_functions()
 
 
 async def test_task_server_schema_transactions_and_errors(tmp_path):
-    task = load_task(write_task(tmp_path))
+    task = load_task(write_task(tmp_path), trusted=True)
     env_root = tmp_path / "env"
     task.build(env_root, "v1")
     server = build_server(task, env_root)
@@ -146,7 +146,7 @@ async def test_task_server_schema_transactions_and_errors(tmp_path):
 
 
 async def test_task_server_over_stdio(tmp_path):
-    task = load_task(write_task(tmp_path))
+    task = load_task(write_task(tmp_path), trusted=True)
     task.build(tmp_path / "env", "v0")
     params = StdioServerParameters(command=sys.executable, args=["-m", "envs.task_server", "--task", str(task.dir),
                                                                 "--root", str(tmp_path / "env")])
@@ -170,7 +170,7 @@ async def test_oracle_through_sandbox_and_judge(tmp_path, runtime):
     from envs.task_env import EnvironmentCache
     from envs.validate import run_solution
 
-    task = load_task(write_task(tmp_path))
+    task = load_task(write_task(tmp_path), trusted=True)
     cache = EnvironmentCache(tmp_path / "cache")
     seen = {}
     for transport in ("inprocess", "stdio", "sandboxed"):
@@ -255,7 +255,7 @@ async def test_sandboxed_task_server_sees_no_host_files_or_network(tmp_path, run
         seed = 1
         '''))
     (folder / "tools.py").write_text(LEAKY_TOOLS)
-    task = load_task(folder)
+    task = load_task(folder, trusted=True)
     secret = tmp_path / "outside" / "secret.txt"
     secret.parent.mkdir()
     secret.write_text("host secret")
@@ -388,7 +388,7 @@ def test_hosted_tools_publish_the_sdk_servers_schemas(tmp_path):
         '''))
     (folder / "tools.py").write_text(TYPED_TOOLS)
     tasks, _ = load_library()
-    tasks["typed_items"] = load_task(folder)
+    tasks["typed_items"] = load_task(folder, trusted=True)
     for task in tasks.values():
         described = json.loads(json.dumps({"task": task.id, "title": task.spec.title, "tools": [
             describe_tool(name, fn) for name, fn in task.tool_functions().items()]}))  # as it crosses the pipe
@@ -459,7 +459,7 @@ async def test_sandboxed_tool_host_restarts_after_a_crash_or_a_hang_and_falls_ba
         folder = write_task(tmp_path, "pair_items", toml=toml.format(id="pair_items", tools=json.dumps(names + ["pair"])))
         (folder / "tools.py").write_text(TOOLS + "\n\n@tool\ndef pair(env: Env, xy: tuple[int, int]) -> list:\n"
                                           "    \"\"\"Both numbers.\"\"\"\n    return list(xy)\n")
-        task = load_task(folder)
+        task = load_task(folder, trusted=True)
         seen = {}
         for transport in ("sandboxed", "inprocess"):
             ep = await open_task_episode(rt, task, "v0", cache, transport)
@@ -479,7 +479,7 @@ def test_run_program_keeps_each_programs_prints_when_run_in_threads(tmp_path, ca
     own, and none of it reaches the process's stdout."""
     from concurrent.futures import ThreadPoolExecutor
 
-    task = load_task(write_task(tmp_path))
+    task = load_task(write_task(tmp_path), trusted=True)
     for name in ("a", "b"):
         task.build(tmp_path / name, "v0")
 

@@ -102,6 +102,7 @@ class Episode:
         self.open_s = open_s
         self.programs = 0
         self.closed = False
+        self.stopped = False
         self._lock = asyncio.Lock()
 
     @property
@@ -117,8 +118,8 @@ class Episode:
 
     async def run_program(self, code: str, timeout_s: float | None = None) -> ProgramResult:
         """Run one program in the persistent kernel; never raises for what the program does."""
-        if self.closed:
-            raise RuntimeError("episode is closed")
+        if self.closed or self.stopped:
+            raise RuntimeError(f"episode is {'closed' if self.closed else 'stopped'}")
         cfg = self.runtime.config
         timeout_s = cfg.program_timeout_s if timeout_s is None else timeout_s
         async with self._lock:
@@ -133,12 +134,25 @@ class Episode:
 
     async def call_tool(self, name: str, arguments: Any) -> DirectCallResult:
         """A direct (DTC) tool call: the model sees the raw result text, or the error."""
-        if self.closed:
-            raise RuntimeError("episode is closed")
+        if self.closed or self.stopped:
+            raise RuntimeError(f"episode is {'closed' if self.closed else 'stopped'}")
         outcome = await self.router.call(name, arguments, source="direct")
         record = self.router.log[-1]
         text = outcome.text if outcome.ok else f"Error: {outcome.error}"
         return DirectCallResult(text=text, is_error=not outcome.ok, record=record)
+
+    async def stop(self) -> None:
+        """End every process the episode's programs and tools could still be running: the kernel's
+        sandbox (the kernel and whatever it started: a thread left by the last program keeps running
+        in it) and the episode's own tool servers. From then on nothing changes the environment, so
+        the host can read the final state (snapshot, judge) without racing a program. Idempotent;
+        `close()` still removes the files."""
+        if self.stopped or self.closed:
+            return
+        self.stopped = True
+        await self.slot.kernel.shutdown()
+        if self.owns_router:
+            await self.router.close()
 
     def final_state(self) -> EpisodeState:
         return EpisodeState(env_root=str(self.slot.env_root), workspace=str(self.slot.workspace),
@@ -148,7 +162,7 @@ class Episode:
         if self.closed:
             return
         self.closed = True
-        if self.owns_router:
+        if self.owns_router and not self.stopped:
             await self.router.close()
         await self.slot.destroy()
         self.runtime._episodes.discard(self)

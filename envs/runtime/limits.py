@@ -138,6 +138,9 @@ class LimitBackend:
     """Chooses how limits are enforced on this host and creates per-sandbox limits."""
 
     def __init__(self, memory_bytes: int, max_processes: int, mode: str = "auto"):
+        # a parent cgroup of its own: several backends in one process (a runtime's, the task code
+        # runner's) must not release each other's sandboxes
+        self.name = f"progagent-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         self.memory_bytes = memory_bytes
         self.max_processes = max_processes
         self.prlimit = os.path.exists("/usr/bin/prlimit") or os.path.exists("/bin/prlimit")
@@ -169,7 +172,7 @@ class LimitBackend:
         base = mount / own.lstrip("/")
         if not {"memory", "pids"} <= set((base / "cgroup.controllers").read_text().split()):
             return False
-        parent = base / f"progagent-{os.getpid()}"
+        parent = base / self.name
         parent.mkdir(exist_ok=True)
         try:
             (base / "cgroup.subtree_control").write_text("+memory +pids")
@@ -189,7 +192,7 @@ class LimitBackend:
             own = _own_cgroup_v1(controller)
             if own is None:
                 return False
-            parent = own / f"progagent-{os.getpid()}"
+            parent = own / self.name
             parent.mkdir(exist_ok=True)
             parents.append(parent)
         self.parents = parents

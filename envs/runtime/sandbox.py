@@ -15,7 +15,7 @@ cleared, a new session (no terminal signals), and the sandbox dies with its pare
 
 The common part is shared by every bubblewrap sandbox of the project: `isolation_argv` (those flags
 and the fresh root with /usr, /proc, /dev, /tmp) and `python_binds` (the Python installation with
-task library folders hidden) are also used by the synthesis code child (synth/sandbox.py), the
+task library folders hidden) are also used by the task code child (envs/code_runner.py), the
 sandboxed task MCP server (envs/task_env.py) and Harbor's container view (envs/harbor_import.py).
 `TASK_CODE` is what a task folder's code imports from the repository (bound file by file).
 
@@ -37,7 +37,8 @@ from pathlib import Path
 SHIM_DIR = Path(__file__).resolve().parent / "shim"
 _ENVS = Path(__file__).resolve().parents[1]
 #: the repository modules a task folder's code imports (envs/TASK_FORMAT.md): path under the code root → file
-TASK_CODE = {f"envs/{name}": _ENVS / name for name in ("__init__.py", "library.py", "taskkit.py", "untrusted_fs.py")}
+TASK_CODE = {f"envs/{name}": _ENVS / name
+             for name in ("__init__.py", "library.py", "provenance.py", "taskkit.py", "untrusted_fs.py")}
 IN_KERNEL_DIR = "/run/progagent"
 IN_TOOLS_DIR = "/run/tools"
 IN_SHIM_DIR = "/opt/progagent"

@@ -1,11 +1,16 @@
-"""Model-written task code run in a child process with a deadline, inside bubblewrap where available.
+"""Task code that did not ship with ProgAgent, run in a child process with a deadline, in bubblewrap.
 
     runner = CodeRunner(timeout_s=60, limits=runtime.limits)
     tools = runner.probe(folder)            # import data.py, tools.py, verify.py; the tool names
     task = runner.task(load_task(folder))   # a Task whose build() and verify() run in the child
     task.build(root, "v0")                  # raises CodeTimeout / CandidateCodeError (with feedback)
 
-Each call is one child (synth/task_child.py) that loads the task folder and does one thing. The
+Which code is that (envs/provenance.py): every task folder that is not one of the shipped library's
+own, unmodified folders: model-written tasks during synthesis, and any library loaded from elsewhere
+(`load_task` wraps such a folder in a SandboxedTask over `default_runner()`, so validate, train,
+eval, filter and the judges all run it here, and serve its tools.py with the "sandboxed" transport).
+
+Each call is one child (envs/task_child.py) that loads the task folder and does one thing. The
 child gets `timeout_s` of wall-clock time; then it is killed with everything it started (its
 process group, its cgroup, and with bubblewrap its pid namespace). In bubblewrap it has the
 kernel sandbox's isolation (the flags of envs/runtime/sandbox.py: every namespace unshared, so no
@@ -19,6 +24,12 @@ Memory and processes are limited by the runtime's LimitBackend when one is given
 
 Modes: "bwrap" (required), "process" (a plain child: the deadline, no isolation), "auto"
 (bubblewrap when it works here, else "process" with a warning).
+
+What comes back is bounded: the reply at MAX_REPLY bytes, the child's output at MAX_STDERR (its
+last bytes), and a built environment is copied out of the child's folder as only a regular
+db.sqlite and a workspace/ tree of folders and regular files (envs/untrusted_fs.py: no links, no
+pipes, no sparse files, MAX_ENV_BYTES in all), so host code that reads it afterwards (the episode's
+copy, the determinism check, SQLite) never follows what the task's data.py left there.
 
 The candidate's tools.py is served to episodes by the task's MCP server, whose transport follows the
 mode (`CodeRunner.tool_transport`, envs/task_env.py): with bubblewrap "sandboxed" (tools.py in a
@@ -44,7 +55,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from envs.library import Task
+from envs import untrusted_fs
+from envs.library import Task, TaskLoadError
 from envs.runtime.limits import LimitBackend, SandboxLimits
 from envs.runtime.sandbox import BWRAP_ENV, TASK_CODE, isolation_argv, launch_argv, python_binds, setenv_argv
 from envs.taskkit import Env
@@ -59,6 +71,10 @@ IN_CODE = "/opt/progagent"
 IN_TASK = "/task"
 IN_ENV = "/env"
 MAX_STDERR = 16_000
+MAX_REPLY = 16 * 2**20
+MAX_ENV_BYTES = 512 * 2**20
+#: a built environment, a verification or a tool listing of a task that is not shipped
+DEFAULT_TIMEOUT_S = 120.0
 
 
 class CandidateCodeError(Exception):
@@ -196,24 +212,29 @@ class CodeRunner:
     def _spawn(self, argv: list[str], env: dict[str, str] | None, request: dict[str, Any],
                limits: SandboxLimits | None) -> tuple[dict[str, Any] | None, str, int | None]:
         """(reply or None, stderr tail, exit code when it ended without a reply; None: timed out)."""
-        with tempfile.TemporaryFile("w+") as req_f, tempfile.TemporaryFile("w+") as out_f:
+        with tempfile.TemporaryFile("w+") as req_f:
             json.dump(request, req_f)
             req_f.seek(0)
-            proc = subprocess.Popen(argv, stdin=req_f, stdout=out_f, stderr=subprocess.PIPE, env=env,
+            proc = subprocess.Popen(argv, stdin=req_f, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
                                     start_new_session=True)
             tail: list[bytes] = []
-            reader = threading.Thread(target=_drain, args=(proc.stderr, tail), daemon=True)
-            reader.start()
+            head: list[bytes] = []
+            readers = [threading.Thread(target=_drain, args=(proc.stderr, tail), daemon=True),
+                       threading.Thread(target=_drain_head, args=(proc.stdout, head, MAX_REPLY + 1), daemon=True)]
+            for reader in readers:
+                reader.start()
             try:
                 code = proc.wait(self.timeout_s)
             except subprocess.TimeoutExpired:
                 code = None
             finally:
                 _kill(proc, limits)
-            reader.join(2.0)
+            for reader in readers:
+                reader.join(2.0)
             stderr = b"".join(tail).decode("utf-8", "replace")
-            out_f.seek(0)
-            text = out_f.read()
+            text = b"".join(head)
+            if len(text) > MAX_REPLY:
+                return None, stderr + f"\n[the reply was longer than {MAX_REPLY:,} bytes]", code
         if code is None:
             return None, stderr, None
         try:
@@ -234,6 +255,17 @@ def _drain(stream: Any, tail: list[bytes]) -> None:
     stream.close()
 
 
+def _drain_head(stream: Any, head: list[bytes], cap: int) -> None:
+    """Read a pipe to its end, keeping only its first `cap` bytes (the rest is read and dropped, so a
+    child that writes without end cannot fill the host's memory or disk, nor block)."""
+    size = 0
+    for chunk in iter(lambda: stream.read1(65536), b""):
+        if size < cap:
+            head.append(chunk[: cap - size])
+            size += len(head[-1])
+    stream.close()
+
+
 def _kill(proc: subprocess.Popen, limits: SandboxLimits | None) -> None:
     """Kill the child and everything it started (its process group, its cgroup; bwrap takes its namespace)."""
     try:
@@ -251,13 +283,33 @@ def _kill(proc: subprocess.Popen, limits: SandboxLimits | None) -> None:
 class SandboxedTask(Task):
     """A task whose data.py build, verify(), tool listing and programs run through a CodeRunner; else as a Task.
 
+    Its modules are never imported into this process while the runner sandboxes (`module` refuses):
     tools.py is imported here only when its MCP server is served in this process (the "inprocess"
     transport, `runner.tool_transport` in "process" mode); the "sandboxed" one serves it in bubblewrap."""
 
-    def __init__(self, task: Task, runner: CodeRunner):
-        super().__init__(task.dir, task.spec)
-        self.runner = runner
+    def __init__(self, task: Task, runner: CodeRunner | None = None):
+        super().__init__(task.dir, task.spec, task.provenance)
+        self._runner = runner  # None: default_runner(), made when first needed (loading needs no bubblewrap)
         self._tool_names: list[str] | None = None
+
+    @property
+    def runner(self) -> CodeRunner:
+        if self._runner is None:
+            self._runner = default_runner()
+        return self._runner
+
+    @property
+    def tool_transport(self) -> str:
+        return self.runner.tool_transport
+
+    def module(self, name: str) -> Any:
+        if self.runner.mode == "bwrap":
+            raise TaskLoadError(f"{self.dir / (name + '.py')}: this task did not ship with ProgAgent "
+                                f"({self.provenance}): its code runs only in the sandbox, never in this process")
+        return super().module(name)
+
+    def tool_functions(self) -> dict[str, Any]:
+        return {n: None for n in self.tool_names()} if self.runner.mode == "bwrap" else super().tool_functions()
 
     def tool_names(self) -> list[str]:
         """The tool names, from importing data.py, tools.py and verify.py in the child (checked against task.toml)."""
@@ -266,10 +318,28 @@ class SandboxedTask(Task):
         return list(self._tool_names)
 
     def build(self, root: str | Path, scale: str) -> Env:
+        """data.py in the child, into a folder of its own; then only a regular db.sqlite and the folders
+        and regular files of its workspace/ are copied into `root` (module docstring)."""
         root = Path(root)
-        root.mkdir(parents=True, exist_ok=True)
         self.scale(scale)  # an unknown scale is our error, not the task's
-        self.runner.call(self.dir, "build", {"scale": scale}, label=f"build({scale})", rw={"root": root})
+        (root / "workspace").mkdir(parents=True, exist_ok=True)
+        scratch = Path(tempfile.mkdtemp(prefix=".build-", dir=root))
+        try:
+            (scratch / "workspace").mkdir()
+            self.runner.call(self.dir, "build", {"scale": scale}, label=f"build({scale})", rw={"root": scratch})
+            for p in root.glob("db.sqlite*"):
+                p.unlink()
+            untrusted_fs.clear_folder(root / "workspace")
+            try:
+                size = untrusted_fs.copy_file(scratch / "db.sqlite", root, "db.sqlite", max_bytes=MAX_ENV_BYTES)
+                untrusted_fs.copy_tree(scratch / "workspace", root, "workspace", max_bytes=MAX_ENV_BYTES - size)
+            except untrusted_fs.PathRefused as exc:
+                raise CandidateCodeError(f"build({scale}): the environment data.py wrote cannot be used: {exc}",
+                                         f"build({scale}): data.py must write a regular file db.sqlite and only "
+                                         f"folders and regular files under workspace/ (no links, pipes or sparse "
+                                         f"files, at most {MAX_ENV_BYTES:,} bytes): {exc}") from None
+        finally:
+            untrusted_fs.remove_tree(scratch)
         return Env(root)
 
     def run_program(self, root: Path, program: str) -> tuple[str, str, list[dict[str, Any]]]:
@@ -282,4 +352,29 @@ class SandboxedTask(Task):
     def verify(self, final_root: Path, initial_root: Path, answer: str, scale: str) -> dict[str, bool]:
         result = self.runner.call(self.dir, "verify", {"answer": answer or "", "scale": scale}, label="verify()",
                                   ro={"final": Path(final_root), "initial": Path(initial_root)})
+        if not isinstance(result, dict) or not result:
+            raise CandidateCodeError("verify() must return a non-empty dict of criteria")
         return {str(k): bool(v) for k, v in result.items()}
+
+
+_DEFAULT: CodeRunner | None = None
+_DEFAULT_LOCK = threading.Lock()
+
+
+def default_runner() -> CodeRunner:
+    """This process's runner for tasks that did not ship (one per process, created on first use):
+    bubblewrap required, 2 GiB and 256 processes per child (its own cgroups), DEFAULT_TIMEOUT_S.
+    Without bubblewrap such a task cannot run here at all: the error says so."""
+    global _DEFAULT
+    with _DEFAULT_LOCK:
+        if _DEFAULT is None:
+            import atexit
+
+            limits = LimitBackend(2 * 2**30, 256)
+            atexit.register(limits.close)
+            try:
+                _DEFAULT = CodeRunner(DEFAULT_TIMEOUT_S, "bwrap", limits)
+            except RuntimeError as exc:
+                raise RuntimeError(f"{exc}: tasks that did not ship with ProgAgent run only in bubblewrap "
+                                   f"(install it: scripts/install.sh)") from None
+        return _DEFAULT

@@ -1,4 +1,5 @@
-"""One operation on a candidate task's model-written code, in a child process (started by synth/sandbox.py).
+"""One operation on a task's code that did not ship with ProgAgent, in a child process (started by
+envs/code_runner.py).
 
     python task_child.py < request.json
 
@@ -6,7 +7,7 @@ The request is {"op": "load" | "build" | "verify" | "run_program", "task_dir": .
 on the file descriptor that was stdout at start: {"ok": true, "result": ...} or {"ok": false, "type",
 "message", "traceback"} (only the task's own frames, paths relative to its folder). Whatever the
 task's code prints goes to stderr. This file runs as a script (inside bubblewrap next to copies of
-envs/__init__.py, envs/library.py and envs/taskkit.py), so it imports nothing of `synth`.
+the envs/ modules a task imports, envs/runtime/sandbox.TASK_CODE), so it imports nothing else.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ def _task_traceback(exc: BaseException, prefix: str) -> str:
 def run(req: dict) -> object:
     from envs.library import load_task
 
-    task = load_task(Path(req["task_dir"]))
+    task = load_task(Path(req["task_dir"]), trusted=True)  # this child is the sandbox
     op = req["op"]
     if op == "load":
         for name in ("data", "tools", "verify"):

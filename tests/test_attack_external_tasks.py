@@ -1,0 +1,114 @@
+"""Tasks that did not ship with ProgAgent never run their code in a host process.
+
+The attack: a library whose data.py, tools.py, verify.py and wrong solutions each, when imported,
+write a marker file at a host path. Loaded through every entry point that takes a library
+(`progagent tasks --root … validate`, an episode as env workers open it for training, evaluation
+and filtering, the judge), the markers must never appear, and the task must still work: its code
+runs in bubblewrap, where that host path does not exist.
+"""
+
+import asyncio
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from actors.judge import verify_with_deadline
+from envs import provenance
+from envs.code_runner import SandboxedTask
+from envs.hosted_tools import HostedTaskTools
+from envs.library import LIBRARY_DIR, get_task, load_library, load_task
+from envs.task_env import EnvironmentCache, judge, open_task_episode, snapshot_state
+from tests.test_task_format import write_task
+
+ROOT = Path(__file__).resolve().parents[1]
+TASK = "marked_items"
+
+
+def planted(marker_dir: Path, name: str) -> str:
+    """Code that leaves a file on the host when imported there (inside bubblewrap the path is absent)."""
+    return textwrap.dedent(f'''\
+        import os as _os
+        try:
+            with open({str(marker_dir)!r} + "/{name}-" + str(_os.getpid()), "w") as _f:
+                _f.write("ran in a host process")
+        except OSError:
+            pass
+        ''')
+
+
+@pytest.fixture
+def library(tmp_path):
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    lib = tmp_path / "lib"
+    folder = write_task(lib, TASK, toml=textwrap.dedent(f'''\
+        id = "{TASK}"
+        domain = "inventory"
+        title = "Demo"
+        tools = ["list_items", "set_qty", "explode", "read_file", "count"]
+        seed = 1
+        '''))
+    for name in ("data.py", "tools.py", "verify.py"):
+        text = (folder / name).read_text().replace("scale.n_rows(3)", "scale.n_rows(400)")  # the db grows with scale
+        (folder / name).write_text(planted(markers, name) + text)
+    (folder / "wrong").mkdir()
+    for i, qty in enumerate((4, 6)):
+        (folder / "wrong" / f"qty_{qty}.py").write_text(
+            planted(markers, f"wrong{i}") + f"tools['set_qty'](item_id=1, qty={qty})\nfinal_answer = 'ANSWER: {qty}'\n")
+    return lib, markers
+
+
+def test_validate_runs_another_librarys_code_only_in_the_sandbox(library):
+    lib, markers = library
+    run = subprocess.run([sys.executable, "-m", "launch.cli", "tasks", "--root", str(lib), "validate",
+                          "--processes", "1"], cwd=ROOT, capture_output=True, text=True, timeout=240)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    assert "1 of 1 tasks valid" in run.stdout
+    assert sorted(os.listdir(markers)) == []
+
+
+async def test_episodes_and_judges_run_another_librarys_code_only_in_the_sandbox(library, runtime, tmp_path):
+    lib, markers = library
+    task = get_task(TASK, lib)
+    assert isinstance(task, SandboxedTask) and task.provenance == "external" and task.tool_transport == "sandboxed"
+    with pytest.raises(Exception, match="did not ship"):
+        task.module("tools")
+    cache = EnvironmentCache(tmp_path / "cache")
+    ep = await open_task_episode(runtime, task, "v0", cache)  # as an env worker opens it (train, eval, filter)
+    try:
+        assert isinstance(ep.router.upstreams["task"], HostedTaskTools)
+        r = await ep.run_program(task.oracle_source)
+        assert not r.is_error, r.text
+        await ep.stop()
+        state = snapshot_state(ep.final_state().env_root)
+        in_process = await asyncio.to_thread(judge, task, "v0", ep.final_state(), "ANSWER: 5", cache)
+    finally:
+        await ep.close()
+    assert in_process.reward == 1.0, in_process
+    by_judge = await asyncio.to_thread(verify_with_deadline, TASK, "v0", state, "ANSWER: 5", 60, str(lib),
+                                       str(tmp_path / "judge-cache"))
+    assert by_judge.reward == 1.0, by_judge
+    assert sorted(os.listdir(markers)) == []
+
+
+def test_shipped_means_the_shipped_folder_with_the_shipped_bytes(tmp_path, monkeypatch):
+    shipped = get_task("retail_clearance_markdown")
+    assert shipped.provenance == "shipped" and not isinstance(shipped, SandboxedTask)
+    assert provenance.main(["--check"]) == 0  # the manifest matches the folders
+    # the same files anywhere else: external
+    import shutil
+
+    copy = shutil.copytree(LIBRARY_DIR / "retail_clearance_markdown", tmp_path / "retail_clearance_markdown")
+    assert isinstance(load_task(copy), SandboxedTask)
+    # a shipped folder whose bytes changed (a task dropped in, or edited): external
+    key = "tasks/retail_clearance_markdown"
+    known = provenance._manifest()
+    known[key] = dict(known[key], **{"tools.py": "0" * 64})
+    monkeypatch.setattr(provenance, "_KNOWN", known)
+    assert isinstance(get_task("retail_clearance_markdown"), SandboxedTask)
+    tasks, _ = load_library(tmp_path)
+    assert all(isinstance(t, SandboxedTask) for t in tasks.values())
