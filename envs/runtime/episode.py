@@ -128,7 +128,8 @@ class Episode:
             self.programs += 1
             calls = [c for c in self.router.log[first_call:] if c.source == "program"]
         text = render(result, cfg.max_output_chars, timeout_s, cfg.show_last_expression)
-        return ProgramResult(text=text, is_error=bool(result.error_name or result.timed_out or result.died),
+        return ProgramResult(text=text, is_error=bool(result.error_name or result.timed_out or result.died
+                                                      or result.bad_messages),
                              tool_calls=calls, duration_s=result.duration_s, output_chars=result.output_chars,
                              timed_out=result.timed_out, restarted=result.restarted, error_name=result.error_name)
 

@@ -1,4 +1,4 @@
-"""One persistent IPython kernel in a bubblewrap sandbox, driven through jupyter_client.
+"""One persistent IPython kernel in a bubblewrap sandbox, driven over its sockets (kernel_channels.py).
 
 The kernel talks ZeroMQ over `ipc` sockets in its run folder (TCP cannot cross the empty network
 namespace), is interrupted by an `interrupt_request` message (a SIGINT would reach bwrap, not the
@@ -7,6 +7,14 @@ kernel), and runs inside its own cgroup (or rlimits) so that it can be killed as
 Lifecycle: `start()` → many `execute()` → `shutdown()`. `execute()` never raises for what the
 program does: timeouts, crashes and OOM kills come back in `ExecResult`, and the kernel is
 restarted when it cannot continue (its variables are then gone, and the result says so).
+
+Every message from the kernel is the program's: it can read the connection key and sign anything,
+or send garbage. So the channels read the kernel's sockets with their own limits (frames, bytes
+and queued messages; kernel_channels.py), a message that does not decode or verify is skipped and
+counted, fields of the wrong type are ignored, and the texts kept from a cell are cut: output at
+twice `max_output_chars`, an exception's value and traceback and the last expression's value at
+`max_output_chars` each. The kernel itself cuts what a cell sends (shim/progagent_output.py) so
+that ordinary programs never meet those limits.
 """
 
 from __future__ import annotations
@@ -17,6 +25,7 @@ import json
 import logging
 import os
 import queue
+import re
 import secrets
 import shutil
 import subprocess
@@ -24,15 +33,22 @@ import time
 from pathlib import Path
 
 import msgspec
-from jupyter_client.asynchronous.client import AsyncKernelClient
 
 from envs.runtime.config import RuntimeConfig
+from envs.runtime.kernel_channels import KernelChannels
 from envs.runtime.limits import LimitBackend, SandboxLimits
 from envs.runtime.sandbox import BWRAP_ENV, IN_KERNEL_DIR, bwrap_argv, kernel_argv, launch_argv
 
 log = logging.getLogger(__name__)
 
-SETUP_CODE = "from progagent_tools import tools, ToolError, UnknownToolError"
+SETUP_CODE = ("from progagent_tools import tools, ToolError, UnknownToolError\n"
+              "import progagent_output as _po; _po.install({budget}, {show}); del _po")
+_DROPPED = re.compile("\x00progagent-dropped:(\\d{1,15})\x00")
+
+
+def _text(value: object, limit: int) -> str | None:
+    """A str field of a kernel message, cut at `limit`; anything else (a forged message) is None."""
+    return value[:limit] if isinstance(value, str) else None
 
 
 class ExecResult(msgspec.Struct):
@@ -47,6 +63,7 @@ class ExecResult(msgspec.Struct):
     restarted: bool = False  # a fresh kernel replaced it: all variables are gone
     oom_killed: bool = False
     duration_s: float = 0.0
+    bad_messages: int = 0  # kernel messages that did not verify or decode (skipped)
 
 
 class SandboxedKernel:
@@ -58,7 +75,7 @@ class SandboxedKernel:
         self.config = config
         self.kernel_dir = run_dir / "kernel"
         self.proc: subprocess.Popen | None = None
-        self.client: AsyncKernelClient | None = None
+        self.client: KernelChannels | None = None
         self.limits: SandboxLimits | None = None
         self.starts = 0
         self.start_s = 0.0
@@ -73,8 +90,6 @@ class SandboxedKernel:
         base = dict(shell_port=1, iopub_port=2, stdin_port=3, control_port=4, hb_port=5, transport="ipc",
                     signature_scheme="hmac-sha256", key=key, kernel_name="progagent")
         (self.kernel_dir / "kernel.json").write_text(json.dumps(dict(base, ip=f"{IN_KERNEL_DIR}/k")))
-        host_conn = self.run_dir / "host-connection.json"
-        host_conn.write_text(json.dumps(dict(base, ip=str(self.kernel_dir / "k"))))
 
         self.limits = self.backend.create(f"{self.run_dir.name}-{self.starts}")
         argv = self.limits.wrap(launch_argv(bwrap_argv(self.kernel_dir, self.tools_dir, self.workspace),
@@ -86,13 +101,11 @@ class SandboxedKernel:
         finally:
             log_file.close()
         self.starts += 1
-        client = AsyncKernelClient()
-        client.load_connection_file(str(host_conn))
-        client.start_channels()
-        self.client = client
+        self.client = KernelChannels(dict(base, ip=str(self.kernel_dir / "k")))
         try:
             await self._wait_ready()
-            reply = await self._run_raw(SETUP_CODE, self.config.kernel_start_timeout_s, silent=True)
+            setup = SETUP_CODE.format(budget=2 * self.config.max_output_chars, show=self.config.show_last_expression)
+            reply = await self._run_raw(setup, self.config.kernel_start_timeout_s, silent=True)
             if reply.error_name:
                 raise RuntimeError(f"kernel setup failed: {reply.error_name}: {reply.error_value}")
         except BaseException:
@@ -101,19 +114,41 @@ class SandboxedKernel:
         self.start_s = time.perf_counter() - t0
 
     async def _wait_ready(self) -> None:
+        """Connected to the kernel's sockets (retried while it has not bound them), then ready: iopub
+        carries the kernel's answer to a kernel_info request (so the subscription is in place)."""
         deadline = time.monotonic() + self.config.kernel_start_timeout_s
-        assert self.client is not None
-        while True:
-            if self.proc is not None and self.proc.poll() is not None:
-                raise RuntimeError(f"sandboxed kernel exited during start (code {self.proc.returncode}); "
-                                   f"see {self.run_dir / 'kernel.log'}")
-            try:
-                await self.client.wait_for_ready(timeout=min(2.0, max(0.1, deadline - time.monotonic())))
-                return
-            except RuntimeError:
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"sandboxed kernel not ready after {self.config.kernel_start_timeout_s} s; "
-                                       f"see {self.run_dir / 'kernel.log'}") from None
+        client = self.client
+        assert client is not None and self.proc is not None
+        not_ready = f"sandboxed kernel not ready after {self.config.kernel_start_timeout_s} s; " \
+                    f"see {self.run_dir / 'kernel.log'}"
+        connect = asyncio.create_task(client.connect(deadline))
+        try:
+            while not connect.done():
+                self._check_running()
+                await asyncio.wait({connect}, timeout=0.1)
+            connect.result()
+        except (TimeoutError, OSError, ConnectionError, asyncio.IncompleteReadError) as exc:
+            self._check_running()
+            raise RuntimeError(f"{not_ready} ({type(exc).__name__}: {exc})") from None
+        finally:
+            connect.cancel()
+        while time.monotonic() < deadline:
+            self._check_running()
+            msg_id = await client.request("shell", "kernel_info_request", {})
+            answer_by = time.monotonic() + 0.5
+            while (left := answer_by - time.monotonic()) > 0:
+                try:
+                    msg = await client.get_iopub_msg(left)
+                except queue.Empty:
+                    break
+                if msg.get("parent_header", {}).get("msg_id") == msg_id:
+                    return
+        raise RuntimeError(not_ready)
+
+    def _check_running(self) -> None:
+        if self.proc is not None and self.proc.poll() is not None:
+            raise RuntimeError(f"sandboxed kernel exited during start (code {self.proc.returncode}); "
+                               f"see {self.run_dir / 'kernel.log'}")
 
     @property
     def alive(self) -> bool:
@@ -122,7 +157,7 @@ class SandboxedKernel:
     async def shutdown(self) -> None:
         if self.client is not None:
             with contextlib.suppress(Exception):
-                self.client.stop_channels()
+                await self.client.close()
             self.client = None
         if self.proc is not None:
             if self.proc.poll() is None:
@@ -163,8 +198,10 @@ class SandboxedKernel:
         client = self.client
         if client is None or not self.alive:
             return False
-        msg = client.session.msg("interrupt_request", {})
-        client.control_channel.send(msg)
+        try:
+            await client.request("control", "interrupt_request", {})
+        except (TimeoutError, OSError, ConnectionError):
+            return False
         deadline = time.monotonic() + self.config.interrupt_grace_s
         # the interrupted cell ends with an error + idle; drain until idle
         while time.monotonic() < deadline:
@@ -172,8 +209,9 @@ class SandboxedKernel:
                 m = await client.get_iopub_msg(timeout=max(0.05, deadline - time.monotonic()))
             except queue.Empty:
                 break
-            if m["msg_type"] == "status" and m["content"].get("execution_state") == "idle" \
-                    and m["parent_header"].get("msg_id") == self._current:
+            content, parent = m.get("content"), m.get("parent_header")
+            if m.get("msg_type") == "status" and isinstance(content, dict) and isinstance(parent, dict) \
+                    and content.get("execution_state") == "idle" and parent.get("msg_id") == self._current:
                 return True
         return False
 
@@ -181,12 +219,18 @@ class SandboxedKernel:
         client = self.client
         assert client is not None
         t0 = time.perf_counter()
-        msg_id = client.execute(code, silent=silent, store_history=not silent, allow_stdin=False)
+        res = ExecResult(output="", output_chars=0)
+        bad_before = client.bad
+        try:
+            msg_id = await client.execute(code, silent=silent, store_history=not silent)
+        except (TimeoutError, OSError, ConnectionError):  # the kernel takes no request: dead, or stuck
+            res.died, res.timed_out = not self.alive, self.alive
+            return res
         self._current = msg_id
-        cap = self.config.max_output_chars * 2
+        limit = self.config.max_output_chars
+        cap = limit * 2
         chunks: list[str] = []
         kept = total = 0
-        res = ExecResult(output="", output_chars=0)
         deadline = time.monotonic() + timeout_s
         while True:
             remaining = deadline - time.monotonic()
@@ -200,24 +244,55 @@ class SandboxedKernel:
                     res.died = True
                     break
                 continue
-            if msg["parent_header"].get("msg_id") != msg_id:
+            try:
+                parent = msg.get("parent_header")
+                if not isinstance(parent, dict) or parent.get("msg_id") != msg_id:
+                    continue
+                kind, content = msg.get("msg_type"), msg.get("content")
+                if not isinstance(content, dict):
+                    continue
+            except Exception:  # noqa: BLE001
+                res.bad_messages += 1
                 continue
-            kind, content = msg["msg_type"], msg["content"]
             if kind == "stream":
-                text = content.get("text", "")
+                text = content.get("text")
+                if not isinstance(text, str):
+                    continue
+                if "\x00progagent-dropped:" in text:  # what the kernel counted and did not send
+                    for m in _DROPPED.finditer(text):
+                        total += int(m[1])
+                    text = _DROPPED.sub("", text)
                 total += len(text)
                 if kept < cap:
                     chunks.append(text[: cap - kept])
                     kept += min(len(text), cap - kept)
             elif kind == "error":
-                res.error_name = content.get("ename")
-                res.error_value = content.get("evalue")
-                res.traceback = list(content.get("traceback", []))
+                res.error_name = _text(content.get("ename"), 200) or "Error"
+                res.error_value = _text(content.get("evalue"), limit)
+                frames = content.get("traceback")
+                res.traceback = _cut_frames(frames if isinstance(frames, list) else [], limit)
             elif kind == "execute_result":
-                res.last_value = content.get("data", {}).get("text/plain")
+                data = content.get("data")
+                res.last_value = _text(data.get("text/plain"), limit) if isinstance(data, dict) else None
             elif kind == "status" and content.get("execution_state") == "idle":
                 break
         res.output = "".join(chunks)
         res.output_chars = total
+        res.bad_messages += client.bad - bad_before
         res.duration_s = time.perf_counter() - t0
         return res
+
+
+def _cut_frames(frames: list, limit: int) -> list[str]:
+    """Traceback frames (strings only), the last ones kept, `limit` characters in all."""
+    kept: list[str] = []
+    total = 0
+    for frame in reversed(frames):
+        if not isinstance(frame, str):
+            continue
+        if total + len(frame) > limit:
+            kept.append(frame[-(limit - total):] if limit > total else "")
+            break
+        kept.append(frame)
+        total += len(frame)
+    return kept[::-1]

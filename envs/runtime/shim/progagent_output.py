@@ -1,0 +1,115 @@
+"""Output limits inside the kernel: what a program's cell sends to the runtime stays small.
+
+The runtime cuts what the model sees at `max_output_chars`, and refuses kernel messages larger than
+a few MiB (envs/runtime/kernel.py). Without this module a program that prints 20 MB, raises
+`ValueError('E' * 20_000_000)` or has a `__str__` that returns that much would send one 20 MB
+message, which the runtime drops, losing the end of the cell with it. So, per cell:
+
+- stdout and stderr pass up to `budget` characters; the rest is counted, not sent, and the count
+  goes out last as one marker (`MARKER`), so the runtime's "N of M characters not shown" stays exact;
+- an exception's value and traceback are cut to `budget` characters (the traceback keeps its last
+  frames, where the error is), in the error message and in the execute reply;
+- the value of the last expression is sent only when the runtime shows it, cut the same way;
+  rich display output (display(), images) is not sent: the model reads printed text only.
+
+This is courtesy, not a defence: a program owns its kernel and can undo all of it. The runtime
+enforces its own limits on what arrives. Standard library and IPython only.
+"""
+
+from __future__ import annotations
+
+import sys
+
+MARKER = "\x00progagent-dropped:{}\x00"
+
+
+class _Budget:
+    def __init__(self, budget: int):
+        self.budget = budget
+        self.sent = self.dropped = 0
+
+
+def _capped(text: str, limit: int, keep_end: bool = False) -> str:
+    if len(text) <= limit:
+        return text
+    return text[-limit:] if keep_end else text[:limit]
+
+
+class _CappedValue:
+    """An exception value whose str() is cut: ipykernel calls str(evalue) itself."""
+
+    def __init__(self, value: BaseException, limit: int):
+        try:
+            self.text = _capped(str(value), limit)
+        except Exception as exc:  # noqa: BLE001 - a __str__ that raises still gives a readable error
+            self.text = f"<str() of the exception raised {type(exc).__name__}>"
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def install(budget: int, show_last_expression: bool) -> None:
+    shell = get_ipython()  # type: ignore[name-defined]  # noqa: F821 - run inside IPython
+    state = _Budget(budget)
+
+    def budgeted(original):
+        def write(text, *args, **kwargs):
+            n = len(text) if isinstance(text, str) else 0
+            room = state.budget - state.sent
+            if room > 0:
+                original(text[:room] if n > room else text, *args, **kwargs)
+                state.sent += min(n, room)
+            state.dropped += max(0, n - max(room, 0))
+            return n
+
+        write.progagent_original = original
+        return write
+
+    def pre_run_cell(*_args):
+        # per cell, on top of what the stream has then: IPython patches `stream.write` around every
+        # cell (its output history) and puts back what it found at the end, which removes this too
+        state.sent = state.dropped = 0
+        for stream in (sys.stdout, sys.stderr):
+            if not hasattr(stream.write, "progagent_original"):
+                stream.write = budgeted(stream.write)
+
+    def post_run_cell(result=None, *_args):
+        if state.dropped:
+            write = sys.stdout.write
+            getattr(write, "progagent_original", write)(MARKER.format(state.dropped))
+            state.dropped = 0
+        # ipykernel's execute reply carries str(error) once more, uncut: give it a cut copy
+        error = getattr(result, "error_in_exec", None)
+        if error is not None:
+            text = _CappedValue(error, budget).text
+            result.error_in_exec = type(type(error).__name__, (Exception,), {"__str__": lambda self: text})()
+
+    shell.events.register("pre_run_cell", pre_run_cell)
+    shell.events.register("post_run_cell", post_run_cell)
+
+    show_traceback = shell._showtraceback
+
+    def _showtraceback(etype, evalue, stb):
+        frames, total = [], 0
+        for frame in reversed(list(stb or [])):
+            frame = frame if isinstance(frame, str) else str(frame)
+            if total + len(frame) > budget:
+                frames.append(_capped(frame, max(0, budget - total), keep_end=True))
+                break
+            frames.append(frame)
+            total += len(frame)
+        return show_traceback(etype, _CappedValue(evalue, budget), frames[::-1])
+
+    shell._showtraceback = _showtraceback
+
+    hook = shell.displayhook
+    write_format_data = hook.write_format_data
+
+    def _write_format_data(format_dict, md_dict=None):
+        if not show_last_expression:
+            return None
+        text = format_dict.get("text/plain", "")
+        return write_format_data({"text/plain": _capped(text if isinstance(text, str) else "", budget)}, {})
+
+    hook.write_format_data = _write_format_data
+    shell.display_pub.publish = lambda *args, **kwargs: None
