@@ -4,6 +4,14 @@ A Unix socket in a host folder that is bound read-only into the sandbox at /run/
 a 4-byte big-endian length and a JSON object (see shim/progagent_tools.py). The bridge exists from
 the moment a pooled kernel starts; an episode attaches its router (`Upstreams`) when it opens, so
 a warm kernel can be handed to any episode.
+
+The other end is the program's, so every host buffer here has a bound: a request announced above
+MAX_REQUEST_BYTES is refused unread; the requests above SMALL_REQUEST_BYTES being read at once may
+hold MAX_PENDING_BYTES in all (a program that opens many connections and sends half of each gets
+refusals, not gigabytes, and its small calls still get through);
+a request must arrive whole within REQUEST_DEADLINE_S of its header; at most MAX_CONNECTIONS are
+open; a reply above MAX_REPLY_BYTES becomes an error saying so. Each refusal is a ToolError in the
+program (the shim opens a new connection for its next call).
 """
 
 from __future__ import annotations
@@ -19,7 +27,12 @@ from typing import Any
 log = logging.getLogger(__name__)
 
 _HEADER = struct.Struct("!I")
-MAX_FRAME = 64 * 1024 * 1024
+MAX_REQUEST_BYTES = 4 * 2**20
+MAX_PENDING_BYTES = 16 * 2**20
+SMALL_REQUEST_BYTES = 64 * 2**10  # not counted against MAX_PENDING_BYTES (at most MAX_CONNECTIONS of them)
+MAX_REPLY_BYTES = 16 * 2**20
+MAX_CONNECTIONS = 64
+REQUEST_DEADLINE_S = 30.0
 
 
 class ToolBridge:
@@ -28,6 +41,7 @@ class ToolBridge:
         self.router: Any = None
         self._server: asyncio.AbstractServer | None = None
         self._conns: set[asyncio.Task] = set()
+        self._pending = 0  # bytes of requests being read now
 
     async def start(self) -> None:
         self._server = await asyncio.start_unix_server(self._serve, path=str(self.socket_path))
@@ -37,28 +51,41 @@ class ToolBridge:
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
+        if len(self._conns) >= MAX_CONNECTIONS:
+            await self._refuse(writer, f"more than {MAX_CONNECTIONS} connections to the tool runtime at once")
+            return
         if task is not None:
             self._conns.add(task)
         try:
             while True:
                 try:
                     (size,) = _HEADER.unpack(await reader.readexactly(_HEADER.size))
-                    if size > MAX_FRAME:
-                        break
-                    request = json.loads(await reader.readexactly(size))
                 except (asyncio.IncompleteReadError, ConnectionError):
                     break
+                if size > MAX_REQUEST_BYTES:
+                    await self._refuse(writer, f"a tool call of {size:,} bytes; the limit is {MAX_REQUEST_BYTES:,}")
+                    break
+                counted = size if size > SMALL_REQUEST_BYTES else 0  # small calls always get through
+                if self._pending + counted > MAX_PENDING_BYTES:
+                    await self._refuse(writer, "too many large tool calls arriving at once; retry")
+                    break
+                self._pending += counted
+                try:
+                    body = await asyncio.wait_for(reader.readexactly(size), REQUEST_DEADLINE_S)
+                except (asyncio.IncompleteReadError, ConnectionError, TimeoutError):
+                    break
+                finally:
+                    self._pending -= counted
+                try:
+                    request = json.loads(body)
+                    del body
+                    if not isinstance(request, dict):
+                        raise ValueError("not an object")
                 except ValueError:
                     reply = {"ok": False, "type": "BadRequest", "error": "malformed request"}
                 else:
                     reply = await self._handle(request)
-                try:
-                    data = json.dumps(reply, default=str).encode()
-                except (TypeError, ValueError) as exc:
-                    data = json.dumps({"ok": False, "type": "ToolError",
-                                       "error": f"result could not be encoded: {exc}"}).encode()
-                writer.write(_HEADER.pack(len(data)) + data)
-                await writer.drain()
+                await self._send(writer, reply)
         except ConnectionError:
             pass
         finally:
@@ -67,6 +94,25 @@ class ToolBridge:
             writer.close()
             with contextlib.suppress(Exception):
                 await writer.wait_closed()
+
+    @staticmethod
+    async def _send(writer: asyncio.StreamWriter, reply: dict) -> None:
+        try:
+            data = json.dumps(reply, default=str).encode()
+        except (TypeError, ValueError) as exc:
+            data = json.dumps({"ok": False, "type": "ToolError", "error": f"result could not be encoded: {exc}"}).encode()
+        if len(data) > MAX_REPLY_BYTES:
+            data = json.dumps({"ok": False, "type": "ToolError",
+                               "error": f"the tool's result is {len(data):,} bytes; results up to "
+                                        f"{MAX_REPLY_BYTES:,} bytes reach a program (ask for less: a page, a "
+                                        f"range)"}).encode()
+        writer.write(_HEADER.pack(len(data)) + data)
+        await asyncio.wait_for(writer.drain(), REQUEST_DEADLINE_S)
+
+    async def _refuse(self, writer: asyncio.StreamWriter, why: str) -> None:
+        with contextlib.suppress(Exception):
+            await self._send(writer, {"ok": False, "type": "ToolError", "error": f"refused: {why}"})
+        writer.close()
 
     async def _handle(self, request: dict) -> dict:
         router = self.router

@@ -25,6 +25,11 @@ class RuntimeConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     #: tool calls of one episode running at once (more wait, holding no thread): one episode cannot
     #: take every worker thread of the in-process tool servers it shares a process with
     max_tool_calls_in_flight: int = 8
+    #: a tool call's record (the episode's call log, trajectories) keeps arguments, result text and
+    #: error up to this many characters each (previews beyond; the full length is kept)
+    call_record_chars: int = 65_536
+    #: calls recorded per episode; later ones are counted, not kept
+    max_call_records: int = 20_000
     #: raise ToolError when a server reports failure only in its text (see upstream.looks_like_error)
     error_heuristic: bool = True
     #: show the value of a program's last expression (like a notebook) in addition to prints

@@ -254,7 +254,9 @@ class Runtime:
                        for u in specs]
                 router = Upstreams(ups, heuristic=self.config.error_heuristic,
                                    call_timeout_s=self.config.tool_timeout_s,
-                                   max_in_flight=self.config.max_tool_calls_in_flight)
+                                   max_in_flight=self.config.max_tool_calls_in_flight,
+                                   record_chars=self.config.call_record_chars,
+                                   max_records=self.config.max_call_records)
                 await router.start()
             slot.bridge.attach(router)
         except BaseException:

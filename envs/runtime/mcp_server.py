@@ -55,7 +55,9 @@ class RuntimeServer:
         self.runtime = await Runtime(self.config).start(wait=False)
         self.router = Upstreams([Upstream(s) for s in self.specs], heuristic=self.config.error_heuristic,
                                 call_timeout_s=self.config.tool_timeout_s,
-                                max_in_flight=self.config.max_tool_calls_in_flight)
+                                max_in_flight=self.config.max_tool_calls_in_flight,
+                                record_chars=self.config.call_record_chars,
+                                max_records=self.config.max_call_records)
         try:
             await self.router.start()
             yield {}

@@ -69,7 +69,12 @@ class ToolInfo(msgspec.Struct):
 
 
 class ToolCallRecord(msgspec.Struct):
-    """One tool call, from a program or direct. `result_text` is what DTC would put in context."""
+    """One tool call, from a program or direct. `result_text` is what DTC would put in context.
+
+    Records are kept for a whole episode (and travel in trajectories), and a program chooses their
+    contents: arguments whose JSON is longer than the router's `record_chars` are kept as
+    {"_preview": the first record_chars characters of that JSON, "_chars": its length}, and
+    `result_text` / `error` are cut to record_chars (`result_chars` stays the full length)."""
 
     tool: str
     arguments: dict[str, Any]
@@ -295,8 +300,11 @@ class Upstreams:
     """The tool router of one episode: name resolution, calls, conversion, the call log."""
 
     def __init__(self, upstreams: Sequence[Upstream], *, heuristic: bool = True, call_timeout_s: float = 60.0,
-                 max_in_flight: int = 8):
+                 max_in_flight: int = 8, record_chars: int = 65_536, max_records: int = 20_000):
         self.upstreams = {u.name: u for u in upstreams}
+        self.record_chars = record_chars
+        self.max_records = max_records  # later calls are counted in `unrecorded`, not kept
+        self.unrecorded = 0
         self.heuristic = heuristic
         self.call_timeout_s = call_timeout_s
         # an episode's calls beyond this wait here, holding no thread: in-process servers run sync tools
@@ -350,12 +358,27 @@ class Upstreams:
         t0, started = time.perf_counter(), time.time()
         async with self._in_flight:
             outcome = await self._call(name, arguments)
+        if len(self.log) >= self.max_records:
+            self.unrecorded += 1
+            return outcome
+        cap = self.record_chars
         text = outcome.text if outcome.ok else (outcome.text or outcome.error or "")
         self.log.append(ToolCallRecord(
-            tool=name, arguments=arguments if isinstance(arguments, dict) else {"_invalid": repr(arguments)},
-            source=source, ok=outcome.ok, error=outcome.error, result_text=text, result_chars=len(text),
-            duration_s=time.perf_counter() - t0, started_at=started))
+            tool=str(name)[:200], arguments=self._recorded_arguments(arguments), source=source, ok=outcome.ok,
+            error=outcome.error[:cap] if outcome.error else outcome.error, result_text=text[:cap],
+            result_chars=len(text), duration_s=time.perf_counter() - t0, started_at=started))
         return outcome
+
+    def _recorded_arguments(self, arguments: Any) -> dict[str, Any]:
+        if not isinstance(arguments, dict):
+            return {"_invalid": repr(arguments)[: self.record_chars]}
+        try:
+            encoded = json.dumps(arguments, default=str)
+        except (TypeError, ValueError):
+            encoded = repr(arguments)
+        if len(encoded) <= self.record_chars:
+            return arguments
+        return {"_preview": encoded[: self.record_chars], "_chars": len(encoded)}
 
     async def _call(self, name: str, arguments: Any) -> CallOutcome:
         if name not in self.catalogue:

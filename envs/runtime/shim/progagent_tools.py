@@ -59,9 +59,19 @@ class _Channel:
         data = json.dumps(payload).encode()
         sock = self._sock()
         try:
-            sock.sendall(_HEADER.pack(len(data)) + data)
-            (size,) = _HEADER.unpack(self._recv(sock, _HEADER.size))
-            return json.loads(self._recv(sock, size))
+            try:
+                sock.sendall(_HEADER.pack(len(data)) + data)
+            except OSError:
+                pass  # the runtime refused the request (too large) and closed: its reply, read next, says why
+            try:
+                (size,) = _HEADER.unpack(self._recv(sock, _HEADER.size))
+                reply = json.loads(self._recv(sock, size))
+            except OSError as exc:
+                raise ToolError(f"the tool runtime closed the connection ({exc})") from None
+            if not reply.get("ok") and str(reply.get("error", "")).startswith("refused:"):
+                self._local.sock = None  # the runtime closes a connection it refused on
+                sock.close()
+            return reply
         except BaseException:
             # an interrupted or failed exchange leaves the stream mid-frame: start afresh next time
             self._local.sock = None

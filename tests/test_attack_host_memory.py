@@ -1,0 +1,92 @@
+"""Attacks on the host's memory through the tool bridge and the call log: announced-but-never-sent
+frames, many half-sent connections, huge arguments and results, endless calls."""
+
+import asyncio
+
+import pytest
+
+from envs.runtime.config import RuntimeConfig
+from envs.runtime.episode import Runtime
+from tests.conftest import fixture_upstream
+from tests.test_attack_kernel_messages import peak_rss_during
+
+HALF_SENT = r'''
+import socket, struct, time
+socks, refused = [], 0
+for i in range({n}):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect("/run/tools/tools.sock")
+    try:
+        s.sendall(struct.pack("!I", {announced}) + b"x" * {sent})
+    except OSError:  # the bridge refused and closed the connection while this was sending
+        refused += 1
+        continue
+    socks.append(s)
+time.sleep(1.5)
+for s in socks:
+    s.settimeout(0.2)
+    try:
+        data = s.recv(200)
+        refused += b"refused" in data
+    except OSError:
+        pass
+print("refused", refused, "of", {n})
+print(tools["add"](a=2, b=3))
+'''
+
+
+@pytest.fixture
+async def ep():
+    rt = Runtime(RuntimeConfig(warm_pool=0, program_timeout_s=60, max_call_records=50))
+    await rt.start()
+    episode = await rt.open_episode([fixture_upstream()])
+    yield episode
+    await episode.close()
+    await rt.close()
+
+
+@pytest.mark.parametrize("n,announced,sent", [(30, 60 << 20, 8 << 20), (60, 4 << 20, 3 << 20)])
+async def test_half_sent_frames_hold_no_host_memory(ep, n, announced, sent):
+    r, grew = await peak_rss_during(ep.run_program(HALF_SENT.format(n=n, announced=announced, sent=sent)))
+    assert not r.is_error, r.text
+    refused = int(r.text.split()[1])
+    assert refused >= n - 4, r.text  # everything beyond what the pending-bytes budget holds
+    assert r.text.endswith("\n5")  # and the episode's own calls still work
+    assert grew < 100, f"the host grew by {grew:.0f} MB"
+
+
+async def test_huge_arguments_and_results_are_refused_or_kept_as_previews(ep, monkeypatch):
+    from envs.runtime import bridge
+
+    monkeypatch.setattr(bridge, "MAX_REPLY_BYTES", 2**20)  # the mechanism, without a 16 MiB result to make
+    code = (
+        "out = []\n"
+        "for size in (50_000_000, 900_000):\n"
+        "    try:\n"
+        "        out.append(len(tools['note'](text='A' * size)))\n"
+        "    except ToolError as e:\n"
+        "        out.append(str(e)[:120])\n"
+        "try:\n"
+        "    tools['big'](chars=1_500_000)\n"
+        "except ToolError as e:\n"
+        "    out.append(str(e)[:120])\n"
+        "for _ in range(8):\n"
+        "    tools['note'](text='B' * 500_000)\n"
+        "print(out)\n")
+    r, grew = await peak_rss_during(ep.run_program(code))
+    out = eval(r.text)
+    assert "refused: a tool call of" in out[0] and "the limit is 4,194,304" in out[0], out[0]
+    assert out[1] == 900_000
+    assert "results up to 1,048,576 bytes reach a program" in out[2], out[2]
+    kept = sum(len(str(c.arguments)) + len(c.result_text) for c in ep.call_log)
+    assert kept < 2 * 2**20, kept  # in full: 9 calls of 0.5-1 MB each, twice (arguments and result), 10 MB
+    preview = ep.call_log[-1].arguments
+    assert preview["_chars"] == len('{"text": "' + "B" * 500_000 + '"}') and len(preview["_preview"]) == 65_536
+    assert ep.call_log[-1].result_chars == 500_000 and len(ep.call_log[-1].result_text) == 65_536
+
+
+async def test_the_call_log_keeps_a_bounded_number_of_records(ep):
+    r = await ep.run_program("for i in range(70):\n    tools['add'](a=i, b=1)\nprint('done')")
+    assert r.text == "done"
+    assert len(ep.call_log) == 50 and ep.router.unrecorded == 20
+    await asyncio.sleep(0)
