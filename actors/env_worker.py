@@ -1,7 +1,9 @@
 """Env workers: each runs up to `concurrency` episodes at once over a warm pool of sandboxed kernels.
 
 One episode: open the task's environment and tool server → agent loop against the generator pool →
-ship the final state to a judge (retried on another judge if one dies) → the judged `Trajectory`.
+stop the sandbox → snapshot the final state (bounded, within SNAPSHOT_TIMEOUT_S) → ship it to a
+judge (retried on another judge if one dies) → the judged `Trajectory`. A final state that cannot be
+shipped (too large, links, pipes) is the sample's verdict error, never a lost sample.
 An imported Harbor task (`EpisodeRequest.harbor_path`) is the same, over its container tree and MCP
 servers (envs/harbor_run.py), its tree judged by its own tests/test.sh on the judge.
 Rollout capacity (env workers, CPUs) scales apart from generation capacity (generators, GPUs).
@@ -21,13 +23,27 @@ from actors.generator_pool import PoolClient, resolve_tokenizer
 from envs.library import LIBRARY_DIR, get_task
 from envs.runtime.config import RuntimeConfig
 from envs.runtime.episode import Runtime
-from envs.task_env import EnvironmentCache, Verdict, open_task_episode, snapshot_state
+from envs.task_env import EnvironmentCache, StateRefused, Verdict, open_task_episode, snapshot_state
 from rollout.agent_loop import ChatRenderer, LoopLimits, run_agent
 from rollout.harness import Harness
 from rollout.tokenizer import load_tokenizer
 from rollout.types import SamplingParams, Trajectory
 
 log = logging.getLogger(__name__)
+
+#: a snapshot reads at most MAX_STATE_BYTES of a stopped sandbox's files; this bounds the step anyway
+SNAPSHOT_TIMEOUT_S = 60.0
+
+
+async def _snapshot(episode: Any, snapshot: Any) -> bytes | str:
+    """The stopped episode's final state shipped as bytes, or why it cannot be (a verdict error)."""
+    await episode.stop()
+    try:
+        return await asyncio.wait_for(asyncio.to_thread(snapshot, episode.final_state()), SNAPSHOT_TIMEOUT_S)
+    except StateRefused as exc:
+        return str(exc)
+    except TimeoutError:
+        return f"the final state could not be shipped to a judge within {SNAPSHOT_TIMEOUT_S:.0f} s"
 
 
 class EpisodeRequest(msgspec.Struct, frozen=True):
@@ -96,11 +112,14 @@ class EnvWorker:
                                        task.instruction, task_id=task.id, scale=req.scale, group_id=req.group_id,
                                        sample_idx=req.sample_idx, limits=self.cfg.limits,
                                        sampling=self._sampling(req))
-                state = await asyncio.to_thread(snapshot_state, episode.final_state().env_root)
+                state = await _snapshot(episode, lambda s: snapshot_state(s.env_root))
             finally:
                 await episode.close()
         self._log_generator_error(req, traj, client)
-        verdict = await self._judge("judge", task.id, req.scale, state, traj.final_answer)
+        if isinstance(state, str):
+            verdict = Verdict(criteria={}, reward=0.0, score=0.0, error=state)
+        else:
+            verdict = await self._judge("judge", task.id, req.scale, state, traj.final_answer)
         return self._judged(traj, verdict)
 
     async def _run_harbor(self, req: EpisodeRequest) -> Trajectory:
@@ -112,6 +131,8 @@ class EnvWorker:
         def snapshot(state: Any, answer: str) -> bytes | str:
             try:
                 return snapshot_tree(state)
+            except StateRefused as exc:
+                return str(exc)
             except Exception as exc:  # noqa: BLE001 - an unreadable tree is the sample's verdict, not a lost sample
                 return f"the final container tree could not be shipped to a judge: {type(exc).__name__}: {exc}"
 

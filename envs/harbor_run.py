@@ -271,7 +271,8 @@ async def run_harbor_episode(runtime: Runtime, task: HarborTask, harness: str, r
                              group_id: str = "", sample_idx: int = 0) -> tuple[Trajectory, T]:
     """One episode of an imported task through the same agent loop and harnesses as our own tasks, driven
     by any generator (or a callable making one from the open episode). `final(state, answer)` runs in a
-    thread on the final state before the episode closes: judge it here, or snapshot it for a judge."""
+    thread on the final state once the episode is stopped and before it closes, within the verifier's
+    timeout plus JUDGE_GRACE_S (TimeoutError past it): judge it here, or snapshot it for a judge."""
     from rollout.agent_loop import run_agent
     from rollout.harness import Harness
 
@@ -282,7 +283,9 @@ async def run_harbor_episode(runtime: Runtime, task: HarborTask, harness: str, r
         traj = await run_agent(generator, renderer, episode, Harness(harness), task.prompt, task_id=task.id,
                                scale=HARBOR_SCALE, group_id=group_id or f"harbor-{task.id}", sample_idx=sample_idx,
                                limits=limits, sampling=sampling)
-        out = await asyncio.to_thread(final, episode.final_state(), traj.final_answer)
+        await episode.stop()  # the container's servers and the kernel: nothing changes the tree while it is read
+        out = await asyncio.wait_for(asyncio.to_thread(final, episode.final_state(), traj.final_answer),
+                                     task.verifier_timeout_s + JUDGE_GRACE_S)
     finally:
         await episode.close()
     return traj, out
@@ -308,21 +311,37 @@ async def harbor_trajectory(runtime: Runtime, task: HarborTask, harness: str, re
 # ---- the fabric's path: the final container tree shipped from an env worker to a judge ----
 
 def snapshot_tree(state: EpisodeState | str | Path) -> bytes:
-    """An episode's final container tree as tar bytes, to judge it in another process or on another node."""
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w") as tar:
-        tar.add(tree_of(state), arcname=TREE_DIR)
-    return buf.getvalue()
+    """An episode's final container tree as tar bytes, to judge it in another process or on another node.
+    Streamed to a temporary file and bounded like `envs.task_env.snapshot_state`, nothing followed;
+    symbolic links are kept as links (a container tree has them), pipes and devices are refused."""
+    from envs.task_env import MAX_STATE_BYTES, MAX_STATE_DEPTH, MAX_STATE_ENTRIES, StateRefused
+
+    with tempfile.TemporaryFile(prefix="harbor-state-") as f:
+        try:
+            untrusted_fs.write_tar(f, [(tree_of(state), TREE_DIR)], max_bytes=MAX_STATE_BYTES, links=True,
+                                   max_entries=MAX_STATE_ENTRIES, max_depth=MAX_STATE_DEPTH)
+        except untrusted_fs.PathRefused as exc:
+            raise StateRefused(f"the final container tree cannot be judged: {exc}") from None
+        f.seek(0)
+        return f.read()
 
 
 def restore_tree(data: bytes, dst: str | Path) -> Path:
     """The tree of `snapshot_tree`, under `dst`. The "tar" filter, not "data": symbolic links keep their
     absolute container targets (they resolve inside the container view), while members still cannot
-    be written outside `dst` and set-id bits are dropped."""
+    be written outside `dst` and set-id bits are dropped; sizes and counts as for snapshots."""
+    from envs.task_env import MAX_STATE_BYTES, MAX_STATE_ENTRIES, StateRefused
+
     dst = Path(dst)
     dst.mkdir(parents=True, exist_ok=True)
-    with tarfile.open(fileobj=io.BytesIO(data), mode="r") as tar:
-        tar.extractall(dst, filter="tar")
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:") as tar:
+        total = 0
+        for n, member in enumerate(tar):
+            total += member.size
+            if n >= MAX_STATE_ENTRIES or total > MAX_STATE_BYTES or not (member.isfile() or member.isdir()
+                                                                          or member.issym()):
+                raise StateRefused(f"the shipped container tree cannot be restored: {member.name[:200]!r}")
+            tar.extract(member, dst, filter="tar")
     return dst / TREE_DIR
 
 

@@ -48,6 +48,7 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
+from envs import untrusted_fs
 from envs.library import Task, copy_environment
 from envs.runtime.sandbox import TASK_CODE, isolation_argv, launch_argv, python_binds, setenv_argv
 
@@ -182,6 +183,25 @@ async def open_task_episode(runtime: Runtime, task: Task, scale: str, cache: Env
     return await runtime.open_episode(prepare)
 
 
+#: an in-process verdict (teachers, validation) past this is a verifier error (the Judge actor's own
+#: deadline, actors/judge.py, kills its child instead)
+JUDGE_TIMEOUT_S = 120.0
+
+
+async def judge_episode(episode: Episode, task: Task, scale: str, answer: str, cache: EnvironmentCache,
+                        timeout_s: float = JUDGE_TIMEOUT_S) -> Verdict:
+    """Stop the episode (nothing a program left running changes its state any more), then judge its
+    final state in a thread within `timeout_s`: past it, a Verdict error (the thread is left to end)."""
+    import asyncio
+
+    await episode.stop()
+    try:
+        return await asyncio.wait_for(asyncio.to_thread(judge, task, scale, episode.final_state(), answer, cache),
+                                      timeout_s)
+    except TimeoutError:
+        return Verdict(criteria={}, reward=0.0, score=0.0, error=f"the verifier did not finish within {timeout_s:.0f} s")
+
+
 def judge(task: Task, scale: str, state: EpisodeState | Path, answer: str, cache: EnvironmentCache) -> Verdict:
     """Run the verifier outside the sandbox; a crashing verifier is a recorded failure."""
     final_root = Path(getattr(state, "env_root", state))
@@ -193,25 +213,53 @@ def judge(task: Task, scale: str, state: EpisodeState | Path, answer: str, cache
     return Verdict(criteria=criteria, reward=float(passed == len(criteria)), score=passed / len(criteria))
 
 
-def snapshot_state(root: str | Path) -> bytes:
-    """The final environment (db.sqlite + workspace/) as tar bytes, to judge it on another node."""
-    import io
-    import tarfile
+#: the most an episode's final state may hold to be judged (db + workspace, file contents); a task's
+#: v3 environment is about 1 MB, so this is room for what programs write, not a target
+MAX_STATE_BYTES = 256 * 2**20
+MAX_STATE_ENTRIES = 20_000
+MAX_STATE_DEPTH = 32
+
+
+class StateRefused(Exception):
+    """A final state that cannot be judged (too large, too deep, or holding what is not a regular file
+    or folder): the sample's verdict says why, nothing is read past the refusal."""
+
+
+def snapshot_state(root: str | Path, max_bytes: int = MAX_STATE_BYTES) -> bytes:
+    """The final environment (db.sqlite + workspace/) as tar bytes, to judge it on another node.
+
+    Written to a temporary file as it is read, never followed, bounded (envs/untrusted_fs.write_tar):
+    links, pipes, devices, sparse files, more than `max_bytes` of content, MAX_STATE_ENTRIES entries
+    or MAX_STATE_DEPTH levels are a StateRefused. Stop the episode first (Episode.stop): a thread the
+    last program left behind must not change the tree while it is read."""
+    import tempfile
 
     root = Path(root)
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w") as tar:
-        tar.add(root / "db.sqlite", arcname="db.sqlite")
-        tar.add(root / "workspace", arcname="workspace")
-    return buf.getvalue()
+    with tempfile.TemporaryFile(prefix="progagent-state-") as f:
+        try:
+            untrusted_fs.write_tar(f, [(root / "db.sqlite", "db.sqlite"), (root / "workspace", "workspace")],
+                                   max_bytes=max_bytes, max_entries=MAX_STATE_ENTRIES, max_depth=MAX_STATE_DEPTH)
+        except untrusted_fs.PathRefused as exc:
+            raise StateRefused(f"the final state cannot be judged: {exc}") from None
+        f.seek(0)
+        return f.read()
 
 
-def restore_state(data: bytes, dst: str | Path) -> Path:
+def restore_state(data: bytes, dst: str | Path, max_bytes: int = MAX_STATE_BYTES) -> Path:
+    """The state `snapshot_state` made, under `dst`: only folders and regular files, inside `dst`
+    (tarfile's "data" filter), at most `max_bytes` of content and MAX_STATE_ENTRIES members."""
     import io
     import tarfile
 
     dst = Path(dst)
     dst.mkdir(parents=True, exist_ok=True)
-    with tarfile.open(fileobj=io.BytesIO(data), mode="r") as tar:
-        tar.extractall(dst, filter="data")
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:") as tar:
+        total = 0
+        for n, member in enumerate(tar):
+            total += member.size
+            if n >= MAX_STATE_ENTRIES or total > max_bytes or not (member.isfile() or member.isdir()) \
+                    or member.name.count("/") > MAX_STATE_DEPTH + 1:
+                raise StateRefused(f"the shipped state cannot be restored: {member.name[:200]!r} "
+                                   f"({n + 1} members, {total:,} bytes)")
+            tar.extract(member, dst, filter="data")
     return dst

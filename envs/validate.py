@@ -27,7 +27,7 @@ import msgspec
 from envs.library import SCALE_NAMES, Task, copy_environment, split_cells
 from envs.runtime.episode import Runtime
 from envs.runtime.upstream import ToolCallRecord
-from envs.task_env import EnvironmentCache, Verdict, judge, open_task_episode
+from envs.task_env import EnvironmentCache, Verdict, judge, judge_episode, open_task_episode
 from envs.taskcheck import env_stats, same_environment
 
 READ_ANSWER = ("import json as _json\n"
@@ -65,7 +65,7 @@ async def run_solution(runtime: Runtime, task: Task, scale: str, cache: Environm
             answer = json.loads(r.text.strip().splitlines()[-1]) or ""
         except (ValueError, IndexError):
             answer = ""
-        verdict = await asyncio.to_thread(judge, task, scale, ep.final_state(), answer, cache)
+        verdict = await judge_episode(ep, task, scale, answer, cache)
         return SolutionRun(answer=answer, verdict=verdict, cells=cells, outputs=outputs, errors=errors, calls=calls,
                            tools=ep.tools(), seconds=time.perf_counter() - t0)
     finally:

@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from launch.rollout_cache import RolloutRecord
+from rollout.types import TERMINATIONS
 
 SCALES = ("v0", "v1", "v2", "v3")
 HARNESS_ORDER = ("dtc", "ptc", "hybrid")
-TERMINATIONS = ("answer", "max_turns", "context_limit", "generator_error", "env_error")
 STRUCTURES = ("loops", "conditionals", "try_except", "comprehensions", "function_defs")
 LABELS = {"dtc": "DTC", "ptc": "PTC", "hybrid": "Hybrid"}
 

@@ -12,6 +12,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from rollout.types import TERMINATIONS
+
 SCALES = ("v0", "v1", "v2", "v3")
 
 
@@ -41,7 +43,7 @@ def rollout_metrics(trajs: list[Any], prefix: str = "rollout") -> dict[str, floa
     m[f"{prefix}/tool_output_tokens"] = mean([t.tool_output_tokens for t in trajs])
     m[f"{prefix}/context_tokens"] = mean([t.context_tokens for t in trajs])
     m[f"{prefix}/response_tokens"] = mean([sum(t.loss_mask) for t in trajs])
-    for reason in ("answer", "max_turns", "context_limit", "generator_error", "env_error"):
+    for reason in TERMINATIONS:
         m[f"{prefix}/termination_{reason}"] = mean([float(t.termination == reason) for t in trajs])
     m[f"{prefix}/verifier_errors"] = float(sum(1 for t in trajs if t.verifier_error))
     return m

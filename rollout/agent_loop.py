@@ -10,6 +10,7 @@ the rendered conversation is `decode(ids)`.
 Limits: `max_turns` model turns; `max_context_tokens` for the whole sequence (the next turn's
 generation budget is what is left; an observation that would not fit ends the episode with
 `context_limit`); `max_new_tokens` per turn (a cut turn gets an error observation and continues).
+An episode the runtime ended (its disk limit) ends the loop with `disk_limit` after that observation.
 """
 
 from __future__ import annotations
@@ -198,6 +199,9 @@ async def run_agent(generator: Generator, renderer: ChatRenderer, episode: Episo
             break
         append(obs_ids, False)
         tool_output_tokens += len(obs_ids)
+        if getattr(episode, "ended", None):  # its disk limit: no more programs run (envs/runtime/episode.py)
+            termination = "disk_limit"
+            break
 
     metrics = _metrics(turns, programs)
     return Trajectory(

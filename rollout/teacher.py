@@ -15,7 +15,7 @@ from typing import Any
 
 from envs.library import Task, split_cells
 from envs.runtime.episode import Episode, Runtime
-from envs.task_env import EnvironmentCache, judge, open_task_episode
+from envs.task_env import EnvironmentCache, judge_episode, open_task_episode
 from rollout.agent_loop import ChatRenderer, LoopLimits, run_agent
 from rollout.generators.scripted import ScriptedGenerator
 from rollout.harness import Harness
@@ -86,7 +86,7 @@ async def generator_trajectory(runtime: Runtime, task: Task, scale: str, harness
         traj = await run_agent(generator, renderer, episode, Harness(harness), task.instruction, task_id=task.id,
                                scale=scale, group_id=group_id or f"{task.id}-{scale}", sample_idx=sample_idx,
                                limits=limits, sampling=sampling)
-        verdict = judge(task, scale, episode.final_state(), traj.final_answer, cache)
+        verdict = await judge_episode(episode, task, scale, traj.final_answer, cache)
     finally:
         await episode.close()
     traj.reward, traj.score, traj.criteria, traj.verifier_error = (verdict.reward, verdict.score, verdict.criteria,

@@ -51,6 +51,11 @@ class Turn(msgspec.Struct):
     policy_version: int = 0
 
 
+#: why an episode's agent loop ended (rollout/agent_loop.py): a final answer, a limit of the loop, the
+#: generator or the environment failing, or the runtime ending the episode at its disk limit
+TERMINATIONS = ("answer", "max_turns", "context_limit", "generator_error", "env_error", "disk_limit")
+
+
 class Trajectory(msgspec.Struct):
     task_id: str
     scale: str
@@ -64,7 +69,7 @@ class Trajectory(msgspec.Struct):
     prompt_len: int
     turns: list[Turn]
     final_answer: str
-    termination: str  # "answer" | "max_turns" | "context_limit" | "generator_error" | "env_error"
+    termination: str  # one of TERMINATIONS
     reward: float = 0.0
     score: float = 0.0
     criteria: dict[str, bool] = {}

@@ -35,3 +35,11 @@ class RuntimeConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     #: show the value of a program's last expression (like a notebook) in addition to prints
     show_last_expression: bool = False
     kernel_start_timeout_s: float = 30.0
+    #: disk one episode may add to its host folders (workspace, database, kernel run folder), in
+    #: allocated bytes; no single file a sandboxed process writes grows past it (RLIMIT_FSIZE)
+    disk_bytes: int = 512 * 2**20
+    #: files and folders one episode may add, and how deep its folders may nest
+    disk_entries: int = 20_000
+    disk_depth: int = 64
+    #: how often the watchdog measures a running program's disk use (episode.py)
+    disk_check_s: float = 0.25

@@ -11,6 +11,17 @@ Each episode gets its own slot: a folder with the kernel's run files, the bridge
 environment (`env/db.sqlite` outside the sandbox, `env/workspace` bound as /workspace). Slots are
 never reused: a closed episode's kernel, processes and files are destroyed, so episodes cannot see
 each other's variables, files or processes. The pool keeps `warm_pool` slots started ahead.
+
+Disk: what an episode writes lands in host folders (its workspace, its database, its kernel's run
+folder), so each episode has a disk limit (RuntimeConfig.disk_bytes / disk_entries / disk_depth,
+counted in allocated blocks, over what its folders held when it opened). No single file grows past
+disk_bytes (RLIMIT_FSIZE: a write past it fails with "File too large"); a watchdog checks the total
+every disk_check_s while a program runs (a program writing fast can pass the limit by what it writes
+in that time), after every program and after every direct call. Past a
+limit the program is stopped, the episode ENDS (every later program or call is an error that says
+so; `ended` holds why) and a workspace the runtime made is emptied, so the disk comes back at once.
+Removal is iterative and never follows a link (envs/untrusted_fs.py): `close()` always completes,
+whatever tree a program left.
 """
 
 from __future__ import annotations
@@ -18,7 +29,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import shutil
 import tempfile
 import time
 import uuid
@@ -28,6 +38,7 @@ from typing import Any
 
 import msgspec
 
+from envs import untrusted_fs
 from envs.runtime.bridge import ToolBridge
 from envs.runtime.config import RuntimeConfig
 from envs.runtime.kernel import SandboxedKernel
@@ -50,6 +61,7 @@ class ProgramResult(msgspec.Struct):
     timed_out: bool = False
     restarted: bool = False
     error_name: str | None = None
+    ended: bool = False  # the episode ended with this program (its disk limit): no more programs run
 
 
 class DirectCallResult(msgspec.Struct):
@@ -87,10 +99,20 @@ class Slot:
             raise
         return self
 
+    def disk_roots(self) -> list[Path]:
+        """The host folders a sandboxed program (or its tools) writes into."""
+        roots = [self.env_root, self.kernel.kernel_dir]
+        if not self.workspace.is_relative_to(self.env_root):
+            roots.append(self.workspace)
+        return roots
+
     async def destroy(self) -> None:
         await self.kernel.shutdown()
         await self.bridge.close()
-        await asyncio.to_thread(shutil.rmtree, self.dir, True)
+        try:
+            await asyncio.to_thread(untrusted_fs.remove_tree, self.dir)
+        except OSError:  # noqa: PERF203 - a removal that fails is logged: close() must still complete
+            log.exception("could not remove %s", self.dir)
 
 
 class Episode:
@@ -103,7 +125,9 @@ class Episode:
         self.programs = 0
         self.closed = False
         self.stopped = False
+        self.ended: str | None = None  # why the episode ended (its disk limit), if it did
         self._lock = asyncio.Lock()
+        self._disk_base: untrusted_fs.Usage | None = None
 
     @property
     def id(self) -> str:
@@ -121,26 +145,97 @@ class Episode:
         if self.closed or self.stopped:
             raise RuntimeError(f"episode is {'closed' if self.closed else 'stopped'}")
         cfg = self.runtime.config
+        if self.ended:
+            return ProgramResult(text=self._ended_text(), is_error=True, tool_calls=[], duration_s=0.0,
+                                 output_chars=0, ended=True)
         timeout_s = cfg.program_timeout_s if timeout_s is None else timeout_s
         async with self._lock:
             first_call = len(self.router.log)
-            result = await self.slot.kernel.execute(code, timeout_s)
+            watchdog = asyncio.create_task(self._watch_disk())
+            try:
+                result = await self.slot.kernel.execute(code, timeout_s)
+            finally:
+                watchdog.cancel()
+                with contextlib.suppress(BaseException):
+                    await watchdog
+            over = self.ended or await self._check_disk()
             self.programs += 1
             calls = [c for c in self.router.log[first_call:] if c.source == "program"]
         text = render(result, cfg.max_output_chars, timeout_s, cfg.show_last_expression)
+        if over:
+            text = f"{text}\n{self._ended_text()}" if result.output_chars or result.error_name else self._ended_text()
         return ProgramResult(text=text, is_error=bool(result.error_name or result.timed_out or result.died
-                                                      or result.bad_messages),
+                                                      or result.bad_messages or over),
                              tool_calls=calls, duration_s=result.duration_s, output_chars=result.output_chars,
-                             timed_out=result.timed_out, restarted=result.restarted, error_name=result.error_name)
+                             timed_out=result.timed_out, restarted=result.restarted and not over,
+                             error_name=result.error_name, ended=bool(over))
 
     async def call_tool(self, name: str, arguments: Any) -> DirectCallResult:
         """A direct (DTC) tool call: the model sees the raw result text, or the error."""
         if self.closed or self.stopped:
             raise RuntimeError(f"episode is {'closed' if self.closed else 'stopped'}")
+        if self.ended:
+            text = self._ended_text()
+            return DirectCallResult(text=text, is_error=True, record=ToolCallRecord(
+                tool=str(name)[:200], arguments={}, source="direct", ok=False, error=text, result_text=text,
+                result_chars=len(text), duration_s=0.0, started_at=time.time()))
         outcome = await self.router.call(name, arguments, source="direct")
-        record = self.router.log[-1]
+        record = self.router.log[-1] if self.router.log else ToolCallRecord(
+            tool=str(name)[:200], arguments={}, source="direct", ok=outcome.ok, error=outcome.error,
+            result_text="", result_chars=len(outcome.text), duration_s=0.0, started_at=time.time())
         text = outcome.text if outcome.ok else f"Error: {outcome.error}"
+        if await self._check_disk():  # a tool can write too (a file, the database)
+            text, outcome.ok = f"{text}\n{self._ended_text()}", False
         return DirectCallResult(text=text, is_error=not outcome.ok, record=record)
+
+    # ------------------------------------------------------------------ the disk limit
+    def _ended_text(self) -> str:
+        cfg = self.runtime.config
+        return (f"[this episode has ended: its files passed the disk limit ({self.ended}; the limit is "
+                f"{cfg.disk_bytes / 2**20:,.0f} MiB, {cfg.disk_entries:,} files and folders, {cfg.disk_depth} levels, "
+                f"in the workspace, the database and the kernel's folders). The program was stopped and the "
+                f"workspace cleared; no more programs or tool calls run in this episode]")
+
+    def _usage(self, base: untrusted_fs.Usage | None) -> untrusted_fs.Usage:
+        cfg = self.runtime.config
+        b_bytes, b_entries = (base.bytes, base.entries) if base else (0, 0)
+        return untrusted_fs.disk_usage(self.slot.disk_roots(), max_bytes=b_bytes + cfg.disk_bytes,
+                                       max_entries=b_entries + cfg.disk_entries, max_depth=cfg.disk_depth)
+
+    async def measure_base(self) -> None:
+        """What the episode's folders hold when it opens (the limit is on what is added)."""
+        cfg = self.runtime.config
+        self._disk_base = await asyncio.to_thread(
+            untrusted_fs.disk_usage, self.slot.disk_roots(), max_bytes=1 << 62, max_entries=10**7,
+            max_depth=max(cfg.disk_depth, 256))
+
+    async def _check_disk(self) -> str | None:
+        """Why the episode passed its disk limit (and then end it), or None."""
+        if self.ended:
+            return self.ended
+        usage = await asyncio.to_thread(self._usage, self._disk_base)
+        if usage.over:
+            await self._end(usage.over)
+        return self.ended
+
+    async def _watch_disk(self) -> None:
+        interval = self.runtime.config.disk_check_s
+        while True:
+            await asyncio.sleep(interval)
+            if await self._check_disk():
+                return
+
+    async def _end(self, why: str) -> None:
+        if self.ended:
+            return
+        self.ended = why
+        log.warning("episode %s passed its disk limit (%s): ended", self.id, why)
+        await self.slot.kernel.halt()
+        if self.slot.workspace.is_relative_to(self.slot.env_root):  # the runtime's own folder, not a caller's
+            try:
+                await asyncio.to_thread(untrusted_fs.clear_folder, self.slot.workspace)
+            except OSError:
+                log.exception("could not clear %s", self.slot.workspace)
 
     async def stop(self) -> None:
         """End every process the episode's programs and tools could still be running: the kernel's
@@ -183,7 +278,8 @@ class Runtime:
         self._tmp = None if root else tempfile.mkdtemp(prefix="progagent-rt-")
         self.root = Path(root or self._tmp)
         self.root.mkdir(parents=True, exist_ok=True)
-        self.limits = LimitBackend(self.config.memory_bytes, self.config.max_processes, self.config.limits)
+        self.limits = LimitBackend(self.config.memory_bytes, self.config.max_processes, self.config.limits,
+                                   file_bytes=self.config.disk_bytes)
         self._pool: asyncio.Queue[Slot] = asyncio.Queue()
         self._filling = 0
         self._fill_tasks: set[asyncio.Task] = set()
@@ -265,6 +361,7 @@ class Runtime:
             await slot.destroy()
             raise
         episode = Episode(self, slot, router, owns, time.perf_counter() - t0)
+        await episode.measure_base()
         self._episodes.add(episode)
         return episode
 
@@ -281,7 +378,7 @@ class Runtime:
             await self._pool.get_nowait().destroy()
         await asyncio.to_thread(self.limits.close)
         if self._tmp:
-            shutil.rmtree(self._tmp, ignore_errors=True)
+            await asyncio.to_thread(untrusted_fs.remove_tree, self._tmp)
 
     async def __aenter__(self) -> Runtime:
         return await self.start()

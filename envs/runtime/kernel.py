@@ -27,13 +27,14 @@ import os
 import queue
 import re
 import secrets
-import shutil
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 import msgspec
 
+from envs import untrusted_fs
 from envs.runtime.config import RuntimeConfig
 from envs.runtime.kernel_channels import KernelChannels
 from envs.runtime.limits import LimitBackend, SandboxLimits
@@ -77,6 +78,8 @@ class SandboxedKernel:
         self.proc: subprocess.Popen | None = None
         self.client: KernelChannels | None = None
         self.limits: SandboxLimits | None = None
+        self.log: _LogTail | None = None
+        self.halted = False  # halt(): stopped for good, never restarted
         self.starts = 0
         self.start_s = 0.0
 
@@ -84,7 +87,7 @@ class SandboxedKernel:
     async def start(self) -> None:
         t0 = time.perf_counter()
         if self.kernel_dir.exists():
-            shutil.rmtree(self.kernel_dir, ignore_errors=True)
+            await asyncio.to_thread(untrusted_fs.remove_tree, self.kernel_dir)  # the sandbox wrote in it
         self.kernel_dir.mkdir(parents=True)
         key = secrets.token_hex(16)
         base = dict(shell_port=1, iopub_port=2, stdin_port=3, control_port=4, hb_port=5, transport="ipc",
@@ -94,12 +97,9 @@ class SandboxedKernel:
         self.limits = self.backend.create(f"{self.run_dir.name}-{self.starts}")
         argv = self.limits.wrap(launch_argv(bwrap_argv(self.kernel_dir, self.tools_dir, self.workspace),
                                             kernel_argv(f"{IN_KERNEL_DIR}/kernel.json"), self.run_dir))
-        log_file = open(self.run_dir / "kernel.log", "ab")
-        try:
-            self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log_file, stderr=log_file,
-                                         env=BWRAP_ENV, start_new_session=True)
-        finally:
-            log_file.close()
+        self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                     env=BWRAP_ENV, start_new_session=True)
+        self.log = _LogTail(self.proc.stdout, self.run_dir / "kernel.log")
         self.starts += 1
         self.client = KernelChannels(dict(base, ip=str(self.kernel_dir / "k")))
         try:
@@ -129,6 +129,8 @@ class SandboxedKernel:
             connect.result()
         except (TimeoutError, OSError, ConnectionError, asyncio.IncompleteReadError) as exc:
             self._check_running()
+            if self.log is not None:
+                self.log.save()
             raise RuntimeError(f"{not_ready} ({type(exc).__name__}: {exc})") from None
         finally:
             connect.cancel()
@@ -143,10 +145,14 @@ class SandboxedKernel:
                     break
                 if msg.get("parent_header", {}).get("msg_id") == msg_id:
                     return
+        if self.log is not None:
+            self.log.save()
         raise RuntimeError(not_ready)
 
     def _check_running(self) -> None:
         if self.proc is not None and self.proc.poll() is not None:
+            if self.log is not None:
+                self.log.save()
             raise RuntimeError(f"sandboxed kernel exited during start (code {self.proc.returncode}); "
                                f"see {self.run_dir / 'kernel.log'}")
 
@@ -169,6 +175,15 @@ class SandboxedKernel:
         if self.limits is not None:
             await asyncio.to_thread(self.limits.release)
             self.limits = None
+        if self.log is not None:
+            self.log.close()
+            self.log = None
+
+    async def halt(self) -> None:
+        """Shut down for good: a program running now ends as if the kernel died, and no restart follows
+        (the episode has ended: its disk limit was passed, or it was stopped)."""
+        self.halted = True
+        await self.shutdown()
 
     async def restart(self) -> None:
         await self.shutdown()
@@ -178,12 +193,17 @@ class SandboxedKernel:
     async def execute(self, code: str, timeout_s: float | None = None) -> ExecResult:
         """Run `code`; on timeout interrupt, and restart if the kernel does not come back."""
         timeout_s = self.config.program_timeout_s if timeout_s is None else timeout_s
+        if self.halted:
+            return ExecResult(output="", output_chars=0, died=True)
         if not self.alive:
             await self.restart()
             result = await self._run_raw(code, timeout_s)
             result.restarted = True
             return result
         result = await self._run_raw(code, timeout_s)
+        if self.halted:
+            result.died = True
+            return result
         if result.died:
             result.oom_killed = self.limits.oom_killed() if self.limits else False
             await self.restart()
@@ -217,7 +237,8 @@ class SandboxedKernel:
 
     async def _run_raw(self, code: str, timeout_s: float, silent: bool = False) -> ExecResult:
         client = self.client
-        assert client is not None
+        if client is None:  # halted meanwhile
+            return ExecResult(output="", output_chars=0, died=True)
         t0 = time.perf_counter()
         res = ExecResult(output="", output_chars=0)
         bad_before = client.bad
@@ -281,6 +302,50 @@ class SandboxedKernel:
         res.bad_messages += client.bad - bad_before
         res.duration_s = time.perf_counter() - t0
         return res
+
+
+class _LogTail:
+    """The last KEEP bytes of what the kernel process writes to its stdout and stderr (a pipe read as
+    it fills, on the event loop): a program can write to them without end, so the host keeps a
+    tail, saved to kernel.log when the kernel stops or fails to start."""
+
+    KEEP = 64 * 1024
+
+    def __init__(self, pipe: Any, path: Path):
+        self.fd = pipe.fileno()
+        self.pipe = pipe
+        self.path = path
+        self.tail = bytearray()
+        os.set_blocking(self.fd, False)
+        self.loop = asyncio.get_running_loop()
+        self.loop.add_reader(self.fd, self._read)
+
+    def _read(self) -> None:
+        try:
+            data = os.read(self.fd, 1 << 16)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            data = b""
+        if not data:
+            self.loop.remove_reader(self.fd)
+            return
+        self.tail += data
+        if len(self.tail) > 2 * self.KEEP:
+            del self.tail[: len(self.tail) - self.KEEP]
+
+    def save(self) -> None:
+        with contextlib.suppress(OSError):
+            with open(self.path, "ab") as f:
+                f.write(bytes(self.tail[-self.KEEP:]))
+        self.tail.clear()
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self.loop.remove_reader(self.fd)
+        self.save()
+        with contextlib.suppress(Exception):
+            self.pipe.close()
 
 
 def _cut_frames(frames: list, limit: int) -> list[str]:

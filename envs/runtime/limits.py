@@ -57,11 +57,14 @@ class SandboxLimits:
         return self.backend.mode
 
     def wrap(self, argv: list[str]) -> list[str]:
-        """argv that runs `argv` inside these limits."""
-        if self.backend.mode == "rlimit":
-            b = self.backend
-            return ["prlimit", f"--as={b.memory_bytes}", f"--nproc={b.max_processes}", "--", *argv] \
+        """argv that runs `argv` inside these limits (the file size limit, RLIMIT_FSIZE, in every mode)."""
+        b = self.backend
+        fsize = [f"--fsize={b.file_bytes}"] if b.file_bytes else []
+        if b.mode == "rlimit":
+            return ["prlimit", f"--as={b.memory_bytes}", f"--nproc={b.max_processes}", *fsize, "--", *argv] \
                 if b.prlimit else argv
+        if fsize and b.prlimit:
+            argv = ["prlimit", *fsize, "--", *argv]
         joins = "; ".join(f"echo $$ > {shlex.quote(str(d / 'cgroup.procs'))}" for d in self.dirs)
         return ["/bin/sh", "-c", f'{joins}; exec "$@"', "sh", *argv]
 
@@ -137,10 +140,11 @@ class SandboxLimits:
 class LimitBackend:
     """Chooses how limits are enforced on this host and creates per-sandbox limits."""
 
-    def __init__(self, memory_bytes: int, max_processes: int, mode: str = "auto"):
+    def __init__(self, memory_bytes: int, max_processes: int, mode: str = "auto", file_bytes: int | None = None):
         # a parent cgroup of its own: several backends in one process (a runtime's, the task code
         # runner's) must not release each other's sandboxes
         self.name = f"progagent-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        self.file_bytes = file_bytes  # RLIMIT_FSIZE: no file a sandboxed process writes grows past it
         self.memory_bytes = memory_bytes
         self.max_processes = max_processes
         self.prlimit = os.path.exists("/usr/bin/prlimit") or os.path.exists("/bin/prlimit")

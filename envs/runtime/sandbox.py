@@ -89,6 +89,10 @@ def hidden_paths(binds: list[Path]) -> list[Path]:
     return [s for s in secret if any(s.is_relative_to(b) for b in binds) and s.exists()]
 
 
+#: the private /tmp of a sandbox is a tmpfs (memory) of at most this size
+TMP_BYTES = 512 * 2**20
+
+
 def isolation_argv(*, uid: int = 1000, hostname: str = "sandbox", network: bool = False,
                    disable_userns: bool = True, bwrap: str = "bwrap") -> list[str]:
     """The start of every bubblewrap command line here: isolation and a fresh root (binds follow).
@@ -96,7 +100,8 @@ def isolation_argv(*, uid: int = 1000, hostname: str = "sandbox", network: bool 
     Every namespace unshared (`network`: all but the network's), the sandbox's processes in a new
     session, killed with their parent, without capabilities, in a cleared environment, as `uid`
     (its own user namespace; `disable_userns`: no nested ones); the root a tmpfs with /usr
-    read-only (/bin, /lib, /lib64, /sbin the usual symlinks), a private /proc, /dev and /tmp.
+    read-only (/bin, /lib, /lib64, /sbin the usual symlinks), a private /proc, /dev and a /tmp of
+    TMP_BYTES (sized: where there are no cgroups, nothing else would bound its memory).
     """
     return [
         bwrap,
@@ -107,7 +112,7 @@ def isolation_argv(*, uid: int = 1000, hostname: str = "sandbox", network: bool 
         "--ro-bind", "/usr", "/usr",
         "--symlink", "usr/bin", "/bin", "--symlink", "usr/lib", "/lib",
         "--symlink", "usr/lib64", "/lib64", "--symlink", "usr/sbin", "/sbin",
-        "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
+        "--proc", "/proc", "--dev", "/dev", "--size", str(TMP_BYTES), "--tmpfs", "/tmp",
     ]
 
 
