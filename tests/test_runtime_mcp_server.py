@@ -1,10 +1,7 @@
 """`progagent mcp` from the official MCP client, over third-party servers (PyPI and npm)."""
 
-import json
-import socket
 import subprocess
 import sys
-import time
 
 import pytest
 from mcp import ClientSession, StdioServerParameters
@@ -104,37 +101,6 @@ async def test_npm_filesystem_server_with_workspace(tmp_path):
         text, err = await call(session, "programmatic_tool_call", {"code": code})
         assert (text, err) == ("5 100\nrefused", False)
     assert (ws / "summary.json").read_text() == "100"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-async def test_streamable_http_transport():
-    from mcp.client.streamable_http import streamable_http_client
-
-    port = _free_port()
-    proc = subprocess.Popen([PROGAGENT, "mcp", "--upstream", f"time={BIN / 'mcp-server-time'}", "--http", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.time() + 30
-        while time.time() < deadline:
-            with socket.socket() as s:
-                if s.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            time.sleep(0.2)
-        async with streamable_http_client(f"http://127.0.0.1:{port}/mcp") as (read, write, *_), \
-                ClientSession(read, write) as session:
-            await session.initialize()
-            text, err = await call(session, "programmatic_tool_call",
-                                   {"code": "print(json.dumps(sorted(tools)))" if False else
-                                    "import json\nprint(json.dumps(sorted(tools)))"})
-            assert not err and json.loads(text) == ["convert_time", "get_current_time"]
-    finally:
-        proc.terminate()
-        proc.wait(10)
 
 
 def test_bad_upstream_argument_is_a_clear_error():

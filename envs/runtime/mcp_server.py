@@ -11,6 +11,12 @@ One server process holds one episode (a sandboxed kernel, opened on the first pr
 clients start one stdio server per conversation, which is one episode. (MCP 2.x requests carry no
 stable session object to key several episodes on; run one process per episode over HTTP too.)
 The upstream servers are started once with the process.
+
+Over HTTP every request needs `Authorization: Bearer TOKEN` (the SDK's bearer middleware; a
+request without it, or with another token, gets 401): anyone who reaches the port can otherwise run
+code and call the tools. The token is $PROGAGENT_MCP_TOKEN, else the contents of `--token-file`
+(which must be readable by its owner only; a missing file is created, mode 0600, with a new
+token), else a new token printed on stderr at start.
 """
 
 from __future__ import annotations
@@ -18,7 +24,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import hmac
 import logging
+import os
+import secrets
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -34,6 +43,45 @@ from envs.runtime.upstream import Upstream, Upstreams, UpstreamSpec
 
 log = logging.getLogger(__name__)
 HARNESSES = ("ptc", "dtc", "hybrid")
+TOKEN_ENV = "PROGAGENT_MCP_TOKEN"
+
+
+class BearerToken:
+    """The SDK's TokenVerifier for one shared secret, compared in constant time."""
+
+    def __init__(self, token: str):
+        self.token = token.encode()
+
+    async def verify_token(self, token: str) -> Any:
+        from mcp.server.auth.provider import AccessToken
+
+        if hmac.compare_digest(token.encode(), self.token):
+            return AccessToken(token=token, client_id="progagent-mcp", scopes=[])
+        return None
+
+
+def bearer_token(token_file: Path | None) -> tuple[str, str]:
+    """(the token, where it came from): $PROGAGENT_MCP_TOKEN, else `token_file` (owner-only; created with
+    a new token when missing), else a new token. ValueError for a file others can read, or an empty one."""
+    if os.environ.get(TOKEN_ENV):
+        return os.environ[TOKEN_ENV], f"${TOKEN_ENV}"
+    if token_file is None:
+        return secrets.token_urlsafe(32), "generated"
+    try:
+        fd = os.open(token_file, os.O_RDONLY | os.O_NOFOLLOW)
+    except FileNotFoundError:
+        token = secrets.token_urlsafe(32)
+        fd = os.open(token_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(token + "\n")
+        return token, f"{token_file} (new)"
+    with os.fdopen(fd) as f:
+        if os.fstat(f.fileno()).st_mode & 0o077:
+            raise ValueError(f"{token_file} can be read by others; make it readable by its owner only (chmod 600)")
+        token = f.read(4096).strip()
+    if not token:
+        raise ValueError(f"{token_file} holds no token")
+    return token, str(token_file)
 
 
 class RuntimeServer:
@@ -123,7 +171,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--timeout", type=float, default=120.0, help="per-program wall timeout in seconds")
     parser.add_argument("--workspace", type=Path, default=None, help="host folder bound as /workspace")
     parser.add_argument("--http", type=int, default=None, metavar="PORT",
-                        help="serve streamable HTTP on 127.0.0.1:PORT/mcp instead of stdio")
+                        help="serve streamable HTTP on 127.0.0.1:PORT/mcp instead of stdio (bearer token required)")
+    parser.add_argument("--token-file", type=Path, default=None,
+                        help=f"over HTTP: the bearer token, in a file readable by its owner only (created when "
+                             f"missing); ${TOKEN_ENV} takes precedence; default: a new token printed at start")
     parser.add_argument("--no-error-heuristic", action="store_true",
                         help="trust isError only (do not detect failures reported in text)")
 
@@ -147,6 +198,19 @@ def run(args: argparse.Namespace) -> int:
         anyio.run(main, backend_options={"use_uvloop": True})
     else:
         import uvicorn
+        from mcp.server.auth.settings import AuthSettings
 
-        uvicorn.run(server.streamable_http_app(), host="127.0.0.1", port=args.http, log_level="warning")
+        try:
+            token, source = bearer_token(args.token_file)
+        except (ValueError, OSError) as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        url = f"http://127.0.0.1:{args.http}/mcp"
+        shown = f": {token}" if source == "generated" else f" from {source}"
+        print(f"progagent mcp: serving {url}; every request needs 'Authorization: Bearer TOKEN', token{shown}",
+              file=sys.stderr, flush=True)
+        app = server.streamable_http_app(
+            auth=AuthSettings(issuer_url=f"http://127.0.0.1:{args.http}", resource_server_url=None),
+            token_verifier=BearerToken(token))
+        uvicorn.run(app, host="127.0.0.1", port=args.http, log_level="warning")
     return 0
