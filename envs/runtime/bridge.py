@@ -81,7 +81,7 @@ class ToolBridge:
                     del body
                     if not isinstance(request, dict):
                         raise ValueError("not an object")
-                except ValueError:
+                except (ValueError, RecursionError):
                     reply = {"ok": False, "type": "BadRequest", "error": "malformed request"}
                 else:
                     reply = await self._handle(request)
@@ -99,7 +99,7 @@ class ToolBridge:
     async def _send(writer: asyncio.StreamWriter, reply: dict) -> None:
         try:
             data = json.dumps(reply, default=str).encode()
-        except (TypeError, ValueError) as exc:
+        except (TypeError, ValueError, RecursionError) as exc:
             data = json.dumps({"ok": False, "type": "ToolError", "error": f"result could not be encoded: {exc}"}).encode()
         if len(data) > MAX_REPLY_BYTES:
             data = json.dumps({"ok": False, "type": "ToolError",

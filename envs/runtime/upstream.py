@@ -119,7 +119,7 @@ def looks_like_error(text: str) -> bool:
     if stripped.startswith("{"):
         try:
             obj = json.loads(stripped)
-        except ValueError:
+        except (ValueError, RecursionError):
             return False
         if isinstance(obj, dict):
             if obj.get("isError") is True or obj.get("is_error") is True:
@@ -177,7 +177,7 @@ def to_native(result: Any, info: ToolInfo | None, heuristic: bool) -> CallOutcom
     for t in texts:
         try:
             values.append(json.loads(t))
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested past the parser: the text itself
             values.append(t)
     if len(values) == 1 and not others:
         return CallOutcome(ok=True, value=values[0], text=text)
@@ -196,6 +196,33 @@ def _connection_lost(exc: BaseException) -> bool:
         return True
     error = getattr(exc, "error", None)
     return getattr(error, "code", None) == CONNECTION_CLOSED
+
+
+#: arguments nested deeper than this are refused before any server sees them
+MAX_ARGUMENT_DEPTH = 64
+
+
+def unsendable(args: Any) -> str | None:
+    """Why `args` cannot go to a tool server as standard JSON, or None. A program's arguments decide
+    what a server parses: NaN or Infinity (not JSON), a lone surrogate (not UTF-8) or deep nesting
+    crashed a stdio server's connection, for every later call of the episode."""
+    stack, depth = [(args, 1)], 0
+    while stack:
+        value, level = stack.pop()
+        depth = max(depth, level)
+        if depth > MAX_ARGUMENT_DEPTH:
+            return f"they are nested deeper than {MAX_ARGUMENT_DEPTH} levels"
+        if isinstance(value, dict):
+            stack.extend((v, level + 1) for v in value.values())
+        elif isinstance(value, list):
+            stack.extend((v, level + 1) for v in value)
+    try:
+        json.dumps(args, allow_nan=False, ensure_ascii=False).encode("utf-8")
+    except ValueError as exc:  # NaN / Infinity; UnicodeEncodeError (a lone surrogate) is a ValueError too
+        return f"they are not standard JSON ({str(exc)[:120]})"
+    except (TypeError, RecursionError) as exc:
+        return f"they are not JSON ({type(exc).__name__})"
+    return None
 
 
 def check_arguments(info: ToolInfo, args: dict[str, Any]) -> str | None:
@@ -391,6 +418,10 @@ class Upstreams:
         problem = check_arguments(info, arguments)
         if problem:
             return CallOutcome(ok=False, error_type="BadArguments", error=problem)
+        why = unsendable(arguments)
+        if why:
+            return CallOutcome(ok=False, error_type="BadArguments",
+                               error=f"arguments for tool {name!r} cannot be sent: {why}")
         try:
             _, result = await self.call_raw(name, arguments)
         except TimeoutError:

@@ -1,5 +1,6 @@
-"""Attacks on the host's memory through the tool bridge and the call log: announced-but-never-sent
-frames, many half-sent connections, huge arguments and results, endless calls."""
+"""Attacks through the tool bridge and the call log: announced-but-never-sent frames, many
+half-sent connections, huge arguments and results, endless calls, and requests or arguments that
+no server could parse (deep nesting, NaN, lone surrogates, wrong types)."""
 
 import asyncio
 
@@ -90,3 +91,48 @@ async def test_the_call_log_keeps_a_bounded_number_of_records(ep):
     assert r.text == "done"
     assert len(ep.call_log) == 50 and ep.router.unrecorded == 20
     await asyncio.sleep(0)
+
+
+RAW = r'''
+import socket, struct
+s = socket.socket(socket.AF_UNIX)
+s.connect("/run/tools/tools.sock")
+replies = []
+for body in [b"[" * 100_000 + b"]" * 100_000, b"null", b'{"op": [1]}', b"\xff\xfe",
+             b'{"op": "call", "tool": {"x": 1}, "arguments": {}}',
+             b'{"op": "call", "tool": "note", "arguments": {"text": "\\ud800"}}']:
+    s.sendall(struct.pack("!I", len(body)) + body)
+    n = struct.unpack("!I", s.recv(4))[0]
+    data = b""
+    while len(data) < n:
+        data += s.recv(n - len(data))
+    replies.append(json.loads(data)["type"])
+print(replies)
+'''
+
+
+async def test_requests_and_arguments_no_server_could_parse_are_refused_before_any_server_sees_them(ep):
+    r = await ep.run_program("import json\n" + RAW)
+    assert eval(r.text) == ["BadRequest", "BadRequest", "BadRequest", "BadRequest", "UnknownTool", "BadArguments"]
+    r = await ep.run_program(
+        "out = []\n"
+        "for args in ({'a': float('nan'), 'b': 1}, {'a': float('inf'), 'b': 1}, {'a': [[[[1]]]] * 2, 'b': 1}):\n"
+        "    try:\n"
+        "        out.append(tools['add'](**args))\n"
+        "    except ToolError as e:\n"
+        "        out.append(str(e)[:70])\n"
+        "deep = []\n"
+        "for _ in range(100):\n"
+        "    deep = [deep]\n"
+        "try:\n"
+        "    tools['note'](text=deep)\n"
+        "except ToolError as e:\n"
+        "    out.append(str(e)[:90])\n"
+        "print(out)\n")
+    out = eval(r.text)
+    assert out[0].startswith("arguments for tool 'add' cannot be sent: they are not standard JSON")
+    assert out[1].startswith("arguments for tool 'add' cannot be sent: they are not standard JSON")
+    assert "validation error" in out[2], out  # ordinary nesting reaches the server, which answers
+    assert out[3] == "arguments for tool 'note' cannot be sent: they are nested deeper than 64 levels", out
+    # the episode's server never saw them: it still answers
+    assert (await ep.run_program("print(tools['add'](a=40, b=2))")).text == "42"
