@@ -4,9 +4,14 @@
 
 - cold sandboxed kernel start vs warm-pool episode open (targets: warm open p50 <= 25 ms)
 - trivial program round trip
-- tool call from inside the kernel vs a direct MCP client call to the same server (target <= 1.2x)
+- tool call from inside the kernel vs a direct MCP client call to the same server (target <= 1.2x),
+  in alternating batches so that both see the same moments of a host whose speed varies
 - episodes per minute with 8 concurrent episodes
 - memory per idle sandboxed kernel (RSS and USS)
+- a library task's episode (open, oracle, judge, close) with its tools in this process ("inprocess",
+  the shipped tasks' transport) and in the sandboxed tool host ("sandboxed", every other task's):
+  wall time and the whole machine's busy CPU per episode, from /proc/stat (kernels and tool hosts
+  included)
 """
 
 from __future__ import annotations
@@ -28,6 +33,46 @@ from envs.runtime.upstream import Upstream, Upstreams, UpstreamSpec
 
 FIXTURE = Path(__file__).resolve().parents[1] / "tests" / "servers" / "fixture_server.py"
 SPEC = UpstreamSpec("fx", [sys.executable, str(FIXTURE)])
+
+
+def busy_cpu_s() -> float:
+    """Busy CPU-seconds of the whole machine so far (user+nice+system+irq+softirq, from /proc/stat)."""
+    fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
+    user, nice, system, _idle, _iowait, irq, softirq = (int(x) for x in fields[:7])
+    return (user + nice + system + irq + softirq) / __import__("os").sysconf("SC_CLK_TCK")
+
+
+async def task_episodes(rt: Runtime, transport: str, n: int) -> dict:
+    """n episodes of a library task, one after another: open, the oracle's cells, judge, close."""
+    from envs.library import get_task, split_cells
+    from envs.task_env import EnvironmentCache, judge, open_task_episode
+
+    task = get_task("retail_clearance_markdown")
+    cache = EnvironmentCache()
+    cells = split_cells(task.oracle_source)
+    try:
+        ep = await open_task_episode(rt, task, "v0", cache, transport)  # builds the environment once
+        await ep.close()
+        opens, walls = [], []
+        cpu0 = busy_cpu_s()
+        for _ in range(n):
+            while rt._pool.qsize() < 1:
+                await asyncio.sleep(0.05)
+            t0 = time.perf_counter()
+            ep = await open_task_episode(rt, task, "v0", cache, transport)
+            opens.append(time.perf_counter() - t0)
+            for cell in cells:
+                await ep.run_program(cell)
+            if hasattr(ep, "stop"):
+                await ep.stop()
+            verdict = await asyncio.to_thread(judge, task, "v0", ep.final_state(), "", cache)
+            await ep.close()
+            walls.append(time.perf_counter() - t0)
+            assert verdict.criteria, verdict
+        cpu = busy_cpu_s() - cpu0
+    finally:
+        cache.cleanup()
+    return {"open": ms(opens), "episode": ms(walls), "busy_cpu_s_per_episode": round(cpu / n, 3)}
 
 
 def pct(values: list[float], q: float) -> float:
@@ -92,32 +137,38 @@ async def bench(args: argparse.Namespace) -> dict:
                 trips.append(time.perf_counter() - t0)
             out["trivial_program_round_trip"] = ms(trips)
 
-            # in-kernel tool calls, timed inside the kernel
-            r = await ep.run_program(
-                "import time\ntools['add'](a=0, b=0)\nts = []\n"
-                f"for i in range({args.calls}):\n    t = time.perf_counter(); tools['add'](a=i, b=1)\n"
-                "    ts.append(time.perf_counter() - t)\nts.sort()\nprint(ts[len(ts)//2], sum(ts)/len(ts))")
-            kernel_p50, kernel_mean = map(float, r.text.split())
+            # in-kernel tool calls (timed inside the kernel) against direct MCP client calls to another
+            # process of the same server, in alternating batches: the host's speed changes by the second
+            # here, and alternating puts both sides in the same moments
+            params = StdioServerParameters(command=SPEC.command[0], args=SPEC.command[1:])
+            kernel_ts: list[float] = []
+            direct: list[float] = []
+            batch = max(10, args.calls // 8)
+            async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+                await session.initialize()
+                await session.call_tool("add", {"a": 0, "b": 0})
+                await ep.run_program("import time, json\ntools['add'](a=0, b=0)")
+                for _ in range(max(1, args.calls // batch)):
+                    r = await ep.run_program(
+                        f"ts = []\nfor i in range({batch}):\n    t = time.perf_counter(); tools['add'](a=i, b=1)\n"
+                        "    ts.append(time.perf_counter() - t)\nprint(json.dumps(ts))")
+                    kernel_ts += json.loads(r.text)
+                    for i in range(batch):
+                        t0 = time.perf_counter()
+                        await session.call_tool("add", {"a": i, "b": 1})
+                        direct.append(time.perf_counter() - t0)
+            kernel_p50, kernel_mean = pct(kernel_ts, 0.5), statistics.mean(kernel_ts)
             pids = ep.slot.kernel.limits.pids() if ep.slot.kernel.limits else []
             out["idle_kernel_memory"] = memory_of(pids) | {"processes": len(pids)}
             await ep.close()
         finally:
             await router.close()
 
-        # direct MCP client call to the same server, no runtime in between
-        params = StdioServerParameters(command=SPEC.command[0], args=SPEC.command[1:])
-        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
-            await session.initialize()
-            await session.call_tool("add", {"a": 0, "b": 0})
-            direct = []
-            for i in range(args.calls):
-                t0 = time.perf_counter()
-                await session.call_tool("add", {"a": i, "b": 1})
-                direct.append(time.perf_counter() - t0)
         out["tool_call"] = {"in_kernel_p50_ms": round(kernel_p50 * 1000, 3),
                             "in_kernel_mean_ms": round(kernel_mean * 1000, 3),
                             "direct_client_p50_ms": round(pct(direct, 0.5) * 1000, 3),
-                            "in_kernel_over_direct_p50": round(kernel_p50 / pct(direct, 0.5), 2)}
+                            "in_kernel_over_direct_p50": round(kernel_p50 / pct(direct, 0.5), 2),
+                            "calls_each": len(direct)}
 
         # throughput: 8 concurrent episodes (own tool server each), 3 programs each
         sem = asyncio.Semaphore(8)
@@ -135,6 +186,15 @@ async def bench(args: argparse.Namespace) -> dict:
         out["episodes_8_concurrent"] = {"episodes": args.episodes, "seconds": round(elapsed, 2),
                                         "episodes_per_minute": round(args.episodes / elapsed * 60, 1),
                                         "note": "each episode starts its own stdio tool server process"}
+        if args.task_episodes:
+            inproc = await task_episodes(rt, "inprocess", args.task_episodes)
+            sandboxed = await task_episodes(rt, "sandboxed", args.task_episodes)
+            out["library_task_episode"] = {
+                "inprocess": inproc, "sandboxed": sandboxed,
+                "sandboxed_over_inprocess_cpu": round(sandboxed["busy_cpu_s_per_episode"]
+                                                      / inproc["busy_cpu_s_per_episode"], 2),
+                "sandboxed_over_inprocess_wall_p50": round(sandboxed["episode"]["p50_ms"]
+                                                           / inproc["episode"]["p50_ms"], 2)}
     out["targets"] = {"warm_open_p50_le_25ms": out["warm_episode_open"]["p50_ms"] <= 25,
                       "in_kernel_call_le_1.2x_direct": out["tool_call"]["in_kernel_over_direct_p50"] <= 1.2}
     return out
@@ -146,6 +206,7 @@ def main() -> None:
     parser.add_argument("--cold", type=int, default=5)
     parser.add_argument("--warm", type=int, default=20)
     parser.add_argument("--episodes", type=int, default=24)
+    parser.add_argument("--task-episodes", type=int, default=12, help="per transport (0: skip)")
     args = parser.parse_args()
     import uvloop
 
