@@ -68,7 +68,9 @@ RAY_FILES = ("test_train_driver.py", "test_fabric.py", "test_eval_filter.py", "t
 LIBRARY = ("test_library.py",)
 THEN = ("test_vllm_backend.py", "test_synth.py", "test_runtime_security.py", "test_rollout.py",
         "test_harbor_import.py", "test_runtime_programs.py", "test_context_and_model.py",
-        "test_learner_megatron.py", "test_runtime_mcp_server.py", "test_task_format.py")
+        "test_learner_megatron.py", "test_runtime_mcp_server.py", "test_task_format.py",
+        "test_attack_tool_bridge.py", "test_attack_external_tasks.py", "test_attack_task_tools.py",
+        "test_attack_kernel_messages.py")
 
 # `--part`: the three parts scripts/test.sh runs (what each is for, and what was measured: there);
 # a file in neither list below is in "parallel".
@@ -76,10 +78,8 @@ PARTS = {
     "serial": RAY_FILES + LIBRARY,
     "beside": ("test_runtime_security.py", "test_runtime_programs.py", "test_runtime_mcp_server.py",
                "test_task_format.py", "test_harbor_export.py", "test_openai_teacher.py", "test_learner_torch.py",
-               "test_runtime_limits.py", "test_learner_losses.py", "test_attack_task_tools.py",
-               "test_attack_sandbox_env.py", "test_attack_harbor.py", "test_attack_kernel_messages.py",
-               "test_attack_tool_bridge.py", "test_attack_host_disk.py", "test_attack_mcp_http.py",
-               "test_attack_external_tasks.py"),
+               "test_runtime_limits.py", "test_learner_losses.py", "test_attack_sandbox_env.py",
+               "test_attack_harbor.py", "test_attack_host_disk.py", "test_attack_mcp_http.py"),
 }
 
 

@@ -62,7 +62,7 @@ async def test_swapping_a_folder_for_a_link_never_reads_host_files(rt, cache, tm
             f"os.symlink({str(host)!r}, '/workspace/l')\n"
             "state, t = start_swapping('/workspace/d', '/workspace/l')\n"
             "seen = {}\n"
-            "for i in range(1000):\n"
+            "for i in range(400):\n"
             "    try:\n"
             "        key = tools['read_file'](path='d/secret.txt')['content'][:40]\n"
             "    except ToolError as e:\n"
@@ -83,7 +83,7 @@ async def test_swapping_a_folder_for_a_link_never_reads_host_files(rt, cache, tm
         r = await ep.run_program(code)
         assert not r.is_error, r.text
         swaps, seen = r.text.split(" ", 1)
-        assert int(swaps) > 500, r.text  # the race was really run
+        assert int(swaps) > 100, r.text  # the race was really run
         seen = eval(seen)
         assert not any("HOST" in k or k.startswith("listed") for k in seen), seen
         assert seen.get("decoy", 0) > 0 and any(k.startswith("error: ") for k in seen), seen
@@ -101,7 +101,7 @@ async def test_swapping_the_write_folder_never_creates_host_files(rt, cache, tmp
             f"os.symlink({str(host)!r}, '/workspace/l')\n"
             "state, t = start_swapping('/workspace/audit', '/workspace/l')\n"
             "ok = err = 0\n"
-            "for i in range(800):\n"
+            "for i in range(300):\n"
             "    try:\n"
             "        tools['write_file'](path=f'audit/x{i % 7}.csv', content='pwned'); ok += 1\n"
             "    except ToolError:\n"
@@ -111,7 +111,7 @@ async def test_swapping_the_write_folder_never_creates_host_files(rt, cache, tmp
         )
         r = await ep.run_program(code)
         swaps, ok, err = map(int, r.text.split())
-        assert swaps > 200 and ok > 0 and err > 0, r.text
+        assert swaps > 100 and ok > 0 and err > 0, r.text
         assert list(host.iterdir()) == []
         # every write that succeeded landed in the workspace
         ws = ep.final_state().workspace
