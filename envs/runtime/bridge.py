@@ -71,7 +71,8 @@ class ToolBridge:
                     break
                 self._pending += counted
                 try:
-                    body = await asyncio.wait_for(reader.readexactly(size), REQUEST_DEADLINE_S)
+                    async with asyncio.timeout(REQUEST_DEADLINE_S):  # no task per call, as wait_for makes
+                        body = await reader.readexactly(size)
                 except (asyncio.IncompleteReadError, ConnectionError, TimeoutError):
                     break
                 finally:
@@ -107,7 +108,8 @@ class ToolBridge:
                                         f"{MAX_REPLY_BYTES:,} bytes reach a program (ask for less: a page, a "
                                         f"range)"}).encode()
         writer.write(_HEADER.pack(len(data)) + data)
-        await asyncio.wait_for(writer.drain(), REQUEST_DEADLINE_S)
+        async with asyncio.timeout(REQUEST_DEADLINE_S):
+            await writer.drain()
 
     async def _refuse(self, writer: asyncio.StreamWriter, why: str) -> None:
         with contextlib.suppress(Exception):

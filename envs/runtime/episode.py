@@ -50,6 +50,8 @@ from envs.runtime.upstream import ToolCallRecord, Upstream, Upstreams, UpstreamS
 log = logging.getLogger(__name__)
 
 UpstreamLike = UpstreamSpec | Upstream
+#: an episode's files are removed within this (a bounded tree takes milliseconds; see destroy())
+CLEANUP_TIMEOUT_S = 30.0
 Prepare = Callable[[Path], Awaitable[Sequence[UpstreamLike]]]
 
 
@@ -108,11 +110,17 @@ class Slot:
         return roots
 
     async def destroy(self) -> None:
+        """Kernel, bridge and files gone; the removal has a deadline (CLEANUP_TIMEOUT_S: past it, it
+        goes on in its thread and this returns), so that close() completes whatever a program left."""
         await self.kernel.shutdown()
         await self.bridge.close()
         try:
-            await asyncio.to_thread(untrusted_fs.remove_tree, self.dir)
-        except OSError:  # noqa: PERF203 - a removal that fails is logged: close() must still complete
+            await asyncio.wait_for(asyncio.shield(asyncio.to_thread(untrusted_fs.remove_tree, self.dir)),
+                                   CLEANUP_TIMEOUT_S)
+        except TimeoutError:
+            log.warning("removing %s takes longer than %.0f s; it goes on in the background", self.dir,
+                        CLEANUP_TIMEOUT_S)
+        except OSError:  # a removal that fails is logged: close() must still complete
             log.exception("could not remove %s", self.dir)
 
 

@@ -114,7 +114,8 @@ class Connection:
     async def send(self, frames: list[bytes], timeout_s: float) -> None:
         data = b"".join(_frame(f, _MORE if i < len(frames) - 1 else 0) for i, f in enumerate(frames))
         self.writer.write(data)
-        await asyncio.wait_for(self.writer.drain(), timeout_s)
+        async with asyncio.timeout(timeout_s):
+            await self.writer.drain()
 
     async def discard_forever(self) -> None:
         """Read and drop everything the peer sends (what comes back on a socket the runtime only sends on)."""
@@ -186,7 +187,8 @@ class KernelChannels:
     async def get_iopub_msg(self, timeout: float) -> dict[str, Any]:
         """The next decoded iopub message; queue.Empty after `timeout` seconds (as jupyter_client)."""
         try:
-            return await asyncio.wait_for(self.messages.get(), timeout)
+            async with asyncio.timeout(timeout):  # no task per message, as wait_for makes
+                return await self.messages.get()
         except TimeoutError:
             raise queue.Empty from None
 

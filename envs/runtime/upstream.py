@@ -377,8 +377,8 @@ class Upstreams:
         if not upstream.alive:
             await self._restart(upstream)
         assert upstream.session is not None
-        result = await asyncio.wait_for(upstream.session.call_tool(info.remote_name, arguments),
-                                        self.call_timeout_s)
+        async with asyncio.timeout(self.call_timeout_s):  # no task per call, as wait_for makes
+            result = await upstream.session.call_tool(info.remote_name, arguments)
         return info, result
 
     async def call(self, name: str, arguments: Any, source: str = "program") -> CallOutcome:

@@ -48,6 +48,28 @@ class _CappedValue:
         return self.text
 
 
+def _drain_fd_capture(wait_s: float = 0.2) -> None:
+    """Let ipykernel's watcher threads take what the cell wrote to file descriptors 1 and 2 (os.write, a
+    child process) before the cell ends: they read their pipes on their own, and what they forward
+    after the kernel reports idle is lost to the runtime (it belongs to a finished cell)."""
+    import fcntl
+    import struct
+    import termios
+    import time
+
+    deadline = time.monotonic() + wait_s
+    for stream in (sys.stdout, sys.stderr):
+        fid = getattr(stream, "_fid", None)
+        if fid is None:
+            continue
+        try:
+            while struct.unpack("i", fcntl.ioctl(fid, termios.FIONREAD, b"\0" * 4))[0] and time.monotonic() < deadline:
+                time.sleep(0.002)
+        except OSError:
+            continue
+    time.sleep(0.0002)  # a GIL switch: the watcher hands what it read to the stream just after reading it
+
+
 def install(budget: int, show_last_expression: bool) -> None:
     shell = get_ipython()  # type: ignore[name-defined]  # noqa: F821 - run inside IPython
     state = _Budget(budget)
@@ -74,6 +96,7 @@ def install(budget: int, show_last_expression: bool) -> None:
                 stream.write = budgeted(stream.write)
 
     def post_run_cell(result=None, *_args):
+        _drain_fd_capture()
         if state.dropped:
             write = sys.stdout.write
             getattr(write, "progagent_original", write)(MARKER.format(state.dropped))
