@@ -123,6 +123,15 @@ def open_file(root_fd: int, relpath: str) -> tuple[int, os.stat_result]:
     return fd, st
 
 
+def _open_leaf(path: Path) -> tuple[int, os.stat_result]:
+    """The regular file at the host path `path`, its last component not followed (its folders are the host's)."""
+    parent = open_root(path.parent)
+    try:
+        return open_file(parent, path.name)
+    finally:
+        os.close(parent)
+
+
 def describe_mode(mode: int) -> str:
     for test, name in ((stat.S_ISDIR, "a folder"), (stat.S_ISLNK, "a symbolic link"), (stat.S_ISFIFO, "a pipe (FIFO)"),
                        (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
@@ -152,7 +161,7 @@ def read_file(root: str | Path, relpath: str, max_bytes: int) -> bytes:
     return data
 
 
-def write_file(root: str | Path, relpath: str, data: bytes, *, make_parents: bool = True) -> int:
+def write_file(root: str | Path, relpath: str, data: bytes, *, make_parents: bool = True, mode: int = 0o644) -> int:
     """Create or replace the regular file `relpath` below `root` with `data` (returns its size).
 
     The bytes go to a fresh name created with O_EXCL in the same folder, then take the target's
@@ -167,26 +176,10 @@ def write_file(root: str | Path, relpath: str, data: bytes, *, make_parents: boo
     finally:
         os.close(root_fd)
     try:
-        tmp = f".{names[-1][:200]}.{secrets.token_hex(6)}.tmp"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644, dir_fd=parent)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-            try:
-                os.rename(tmp, names[-1], src_dir_fd=parent, dst_dir_fd=parent)
-            except OSError as exc:
-                raise PathRefused(f"{relpath!r} cannot be written: {describe_mode(stat.S_IFDIR)} has that name"
-                                  if exc.errno in (errno.EISDIR, errno.ENOTEMPTY, errno.EEXIST)
-                                  else f"{relpath!r} cannot be written: {exc.strerror}") from None
-        except BaseException:
-            try:
-                os.unlink(tmp, dir_fd=parent)
-            except OSError:
-                pass
-            raise
-        return len(data)
+        _write_in(parent, names[-1], data, mode, relpath)
     finally:
         os.close(parent)
+    return len(data)
 
 
 class Entry:
@@ -459,7 +452,11 @@ def copy_tree(src: str | Path, dst_root: str | Path, dst_rel: str = "", *, links
                     data = f.read(entry.st.st_size + 1)
                 if len(data) != entry.st.st_size:
                     raise PathRefused(f"{entry.path!r} changed size while it was copied")
-                _write_in(dst_fd, names, data, entry.st.st_mode & 0o777)
+                parent = open_dir(dst_fd, names[:-1])
+                try:
+                    _write_in(parent, names[-1], data, entry.st.st_mode & 0o777, entry.path)
+                finally:
+                    os.close(parent)
             elif entry.is_link and links:
                 parent = open_dir(dst_fd, names[:-1])
                 try:
@@ -482,27 +479,11 @@ def copy_file(src: str | Path, dst_root: str | Path, dst_rel: str, *, max_bytes:
     """Copy the regular file `src` (its last component not followed) to `dst_root/dst_rel`, parent
     folders created, nothing followed on the way in (see `copy_tree`). Returns its size."""
     src = Path(src)
-    parent = open_root(src.parent)
-    try:
-        fd, st = open_file(parent, src.name)
-    finally:
-        os.close(parent)
+    fd, st = _open_leaf(src)
     with os.fdopen(fd, "rb") as f:
         _check_size(src.name, st, 0, max_bytes)
         data = f.read(st.st_size + 1)
-    names = parts(dst_rel)
-    if not names:
-        raise PathRefused("a file cannot take the place of the root folder")
-    root_fd = open_root(dst_root)
-    try:
-        dst_fd = open_dir(root_fd, names[:-1], create=True)
-    finally:
-        os.close(root_fd)
-    try:
-        _write_in(dst_fd, names[-1:], data, st.st_mode & 0o777)
-    finally:
-        os.close(dst_fd)
-    return len(data)
+    return write_file(dst_root, dst_rel, data, mode=st.st_mode & 0o777)
 
 
 def make_dirs(root: str | Path, relpath: str) -> None:
@@ -522,17 +503,25 @@ def _check_size(name: str, st: os.stat_result, total: int, max_bytes: int) -> in
     return st.st_size
 
 
-def _write_in(root_fd: int, names: list[str], data: bytes, mode: int) -> None:
-    parent = open_dir(root_fd, names[:-1])
+def _write_in(parent: int, name: str, data: bytes, mode: int, shown: str) -> None:
+    """`data` as the regular file `name` in the folder `parent`: a fresh O_EXCL name, then rename(2)."""
+    tmp = f".{name[:200]}.{secrets.token_hex(6)}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode | 0o600, dir_fd=parent)
     try:
-        tmp = f".{names[-1][:200]}.{secrets.token_hex(6)}.tmp"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode | 0o600,
-                     dir_fd=parent)
         with os.fdopen(fd, "wb") as f:
             f.write(data)
-        os.rename(tmp, names[-1], src_dir_fd=parent, dst_dir_fd=parent)
-    finally:
-        os.close(parent)
+        try:
+            os.rename(tmp, name, src_dir_fd=parent, dst_dir_fd=parent)
+        except OSError as exc:
+            raise PathRefused(f"{shown!r} cannot be written: a folder has that name"
+                              if exc.errno in (errno.EISDIR, errno.ENOTEMPTY, errno.EEXIST)
+                              else f"{shown!r} cannot be written: {exc.strerror}") from None
+    except BaseException:
+        try:
+            os.unlink(tmp, dir_fd=parent)
+        except OSError:
+            pass
+        raise
 
 
 def write_tar(out: BinaryIO, members: list[tuple[str | Path, str]], *, max_bytes: int, links: bool = False,
@@ -562,11 +551,7 @@ def write_tar(out: BinaryIO, members: list[tuple[str | Path, str]], *, max_bytes
                         raise PathRefused(f"{entry.path!r} is {describe_mode(entry.st.st_mode)}; the final state "
                                           f"may hold only folders and regular files")
             else:
-                parent = open_root(host.parent)
-                try:
-                    fd, st = open_file(parent, host.name)
-                finally:
-                    os.close(parent)
+                fd, st = _open_leaf(host)
                 with os.fdopen(fd, "rb") as f:
                     total = _add_file(tar, arcname, st, lambda f=f: _Borrowed(f), total, max_bytes)
     return total

@@ -135,6 +135,7 @@ class Episode:
         self.closed = False
         self.stopped = False
         self.ended: str | None = None  # why the episode ended (its disk limit), if it did
+        self._ending: asyncio.Task | None = None
         self._lock = asyncio.Lock()
         self._disk_base: untrusted_fs.Usage | None = None
 
@@ -168,6 +169,8 @@ class Episode:
                 with contextlib.suppress(BaseException):
                     await watchdog
             over = self.ended or await self._check_disk()
+            if self._ending is not None:  # the kernel halted and the workspace emptied before the result
+                await self._ending
             self.programs += 1
             calls = [c for c in self.router.log[first_call:] if c.source == "program"]
         text = render(result, cfg.max_output_chars, timeout_s, cfg.show_last_expression)
@@ -240,10 +243,15 @@ class Episode:
                 return
 
     async def _end(self, why: str) -> None:
-        if self.ended:
-            return
-        self.ended = why
-        log.warning("episode %s passed its disk limit (%s): ended", self.id, why)
+        """End the episode (once): halt the kernel, then empty a workspace the runtime made. The work is
+        its own task, so that cancelling the watchdog that found the limit cannot stop it half way."""
+        if self._ending is None:
+            self.ended = why
+            log.warning("episode %s passed its disk limit (%s): ended", self.id, why)
+            self._ending = asyncio.create_task(self._halt_and_clear())
+        await asyncio.shield(self._ending)
+
+    async def _halt_and_clear(self) -> None:
         await self.slot.kernel.halt()
         if self.slot.workspace.is_relative_to(self.slot.env_root):  # the runtime's own folder, not a caller's
             try:
