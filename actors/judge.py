@@ -72,7 +72,9 @@ def verify_harbor_with_deadline(path: str, state: bytes, answer: str, timeout_s:
     test.sh is killed at its own [verifier] timeout_sec; the child's deadline is that plus
     JUDGE_GRACE_S (or `timeout_s`). A task that no longer loads is a recorded error too."""
     from envs.harbor_import import HarborTaskError, load_harbor_task
-    from envs.harbor_run import JUDGE_GRACE_S, judge_snapshot
+    from envs.harbor_run import JUDGE_GRACE_S, judge_snapshot, script_limits
+
+    script_limits()  # made here, before the fork: the child's test.sh runs in limits this process releases
 
     if timeout_s is None:
         try:

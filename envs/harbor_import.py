@@ -282,6 +282,12 @@ class HarborTask:
     def agent_timeout_s(self) -> float:
         return self.config.agent.timeout_sec or 1800.0
 
+    @property
+    def memory_bytes(self) -> int:
+        """[environment] memory_mb: the memory of each process tree in the container view (its MCP
+        servers, tests/test.sh, solution/solve.sh), as Docker gives the container."""
+        return self.config.environment.memory_mb * 2**20
+
     def host_path(self, tree: Path, container_path: str) -> Path:
         """Where a container path lives in a container tree (the mapping rule)."""
         return Path(tree) / posixpath.normpath(container_path).lstrip("/")

@@ -39,7 +39,9 @@ import signal
 import subprocess
 import tarfile
 import tempfile
+import threading
 import time
+import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -49,8 +51,9 @@ import msgspec
 from envs import untrusted_fs
 from envs.harbor_import import HarborTask, load_harbor_task, resolve_host_env
 from envs.runtime.episode import Episode, EpisodeState, Runtime
+from envs.runtime.limits import LimitBackend
 from envs.runtime.sandbox import BWRAP_ENV, launch_argv
-from envs.runtime.upstream import UpstreamSpec
+from envs.runtime.upstream import Upstream, UpstreamSpec
 from envs.task_env import Verdict
 
 if TYPE_CHECKING:
@@ -93,45 +96,75 @@ def tree_of(state: EpisodeState | str | Path) -> Path:
     return Path(state.env_root) / TREE_DIR if isinstance(state, EpisodeState) else Path(state)
 
 
-def upstream_specs(task: HarborTask, tree: Path, scratch: Path) -> list[UpstreamSpec]:
-    """The task's MCP servers for one episode: stdio commands inside the container view of `tree`
-    (`scratch`: a host folder for their sandbox options, envs/runtime/sandbox.launch_argv)."""
-    specs = []
+def upstreams(task: HarborTask, tree: Path, scratch: Path, limits: LimitBackend | None = None) -> list[Upstream]:
+    """The task's MCP servers for one episode: stdio commands inside the container view of `tree`,
+    each in its own sandbox limits from `limits` with the task's [environment] memory_mb (`scratch`: a
+    host folder for their sandbox options, envs/runtime/sandbox.launch_argv)."""
+    ups = []
     for server in task.config.environment.mcp_servers:
         if server.transport == "stdio":
             argv = launch_argv(task.container_argv(tree), [server.command, *server.args], scratch)
-            specs.append(UpstreamSpec(server.name, command=argv, env=BWRAP_ENV))
+            ups.append(Upstream(UpstreamSpec(server.name, command=argv, env=BWRAP_ENV), limits=limits,
+                                memory_bytes=task.memory_bytes, errlog=scratch.parent / f"upstream-{server.name}.log"))
         else:
-            specs.append(UpstreamSpec(server.name, url=server.url))
-    return specs
+            ups.append(Upstream(UpstreamSpec(server.name, url=server.url)))
+    return ups
 
 
 async def open_harbor_episode(runtime: Runtime, task: HarborTask) -> Episode:
-    """A fresh sandboxed episode over a fresh container tree and the task's MCP servers."""
+    """A fresh sandboxed episode over a fresh container tree and the task's MCP servers (within the
+    runtime's limits backend)."""
 
-    async def prepare(env_root: Path) -> list[UpstreamSpec]:
+    async def prepare(env_root: Path) -> list[Upstream]:
         tree = await asyncio.to_thread(task.materialize, env_root / TREE_DIR)
-        return upstream_specs(task, tree, env_root.parent / "sandbox")
+        return upstreams(task, tree, env_root.parent / "sandbox", runtime.limits)
 
     return await runtime.open_episode(prepare)
 
 
+#: the limits of the scripts (tests/test.sh, solution/solve.sh) this process runs; see script_limits
+_SCRIPT_LIMITS: LimitBackend | None = None
+_SCRIPT_LIMITS_LOCK = threading.Lock()
+#: no file a script writes (its output log included) grows past this
+SCRIPT_FILE_BYTES = 512 * 2**20
+SCRIPT_PROCESSES = 256
+
+
+def script_limits() -> LimitBackend:
+    """This process's limits backend for Harbor scripts, made on first use (a judge makes it before it
+    forks the child that runs test.sh): each script gets the task's memory_mb, SCRIPT_PROCESSES
+    processes and SCRIPT_FILE_BYTES per file, in its own cgroups where the host has them."""
+    global _SCRIPT_LIMITS
+    with _SCRIPT_LIMITS_LOCK:
+        if _SCRIPT_LIMITS is None:
+            import atexit
+
+            _SCRIPT_LIMITS = LimitBackend(2 * 2**30, SCRIPT_PROCESSES, file_bytes=SCRIPT_FILE_BYTES)
+            atexit.register(_SCRIPT_LIMITS.close)
+        return _SCRIPT_LIMITS
+
+
 def run_script(task: HarborTask, tree: Path, script: str, *, binds: Sequence[tuple[Path, str]],
                env: dict[str, str], timeout_s: float, log_file: Path) -> ScriptRun:
-    """`bash SCRIPT` in the container view; output to log_file; killed (whole namespace) at the deadline."""
+    """`bash SCRIPT` in the container view, within script_limits(); output to log_file; killed (every
+    process in its limits, and the whole namespace) at the deadline."""
     t0 = time.perf_counter()
     timed_out = False
-    with open(log_file, "wb") as out, tempfile.TemporaryDirectory(prefix="harbor-bwrap-") as scratch:
-        argv = launch_argv(task.container_argv(tree, binds=binds, env=task.base_env() | resolve_host_env(env)),
-                           ["bash", script], scratch)
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                                env=BWRAP_ENV, start_new_session=True)
-        try:
-            code: int | None = proc.wait(timeout_s)
-        except subprocess.TimeoutExpired:
-            timed_out, code = True, None
-            os.killpg(proc.pid, signal.SIGKILL)  # bwrap dies, and --die-with-parent takes its pid namespace
-            proc.wait()
+    limits = script_limits().create(f"harbor-{uuid.uuid4().hex[:12]}", task.memory_bytes)
+    try:
+        with open(log_file, "wb") as out, tempfile.TemporaryDirectory(prefix="harbor-bwrap-") as scratch:
+            argv = launch_argv(task.container_argv(tree, binds=binds, env=task.base_env() | resolve_host_env(env)),
+                               ["bash", script], scratch)
+            proc = subprocess.Popen(limits.wrap(argv), stdin=subprocess.DEVNULL, stdout=out,
+                                    stderr=subprocess.STDOUT, env=BWRAP_ENV, start_new_session=True)
+            try:
+                code: int | None = proc.wait(timeout_s)
+            except subprocess.TimeoutExpired:
+                timed_out, code = True, None
+                os.killpg(proc.pid, signal.SIGKILL)  # bwrap dies, and --die-with-parent takes its pid namespace
+                proc.wait()
+    finally:
+        limits.release()
     text = _tail(log_file, 64 * 1024)
     return ScriptRun(exit_code=code, timed_out=timed_out, duration_s=time.perf_counter() - t0,
                      output_tail="\n".join(text.splitlines()[-40:])[-4000:])

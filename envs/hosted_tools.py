@@ -19,7 +19,6 @@ import asyncio
 import contextlib
 import itertools
 import json
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -28,12 +27,15 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic_core import to_jsonable_python
 
+from envs.runtime.bridge import MAX_REPLY_BYTES
 from envs.runtime.sandbox import BWRAP_ENV
 from envs.runtime.upstream import Upstream, UpstreamSpec
 from envs.tool_host import build_signature
 
-#: a reply line may hold a whole table: the pipe reader's line limit
-_LINE_LIMIT = 1 << 30
+#: the most one line from the tool host may hold (its tool list, or one call's reply): tools.py is
+#: task code, possibly model-written, so the host buffers no more than this; a longer reply is the
+#: call's error and the child is restarted (the same bound as a reply that reaches a program)
+MAX_LINE_BYTES = MAX_REPLY_BYTES
 
 
 class HostedTaskTools(Upstream):
@@ -42,10 +44,8 @@ class HostedTaskTools(Upstream):
 
     def __init__(self, name: str, argv: list[str], fallback_argv: list[str], limits: Any = None,
                  errlog: Path | None = None):
-        super().__init__(UpstreamSpec(name), errlog=errlog)
+        super().__init__(UpstreamSpec(name), errlog=errlog, limits=limits)
         self.argv, self.fallback_argv = argv, fallback_argv
-        self.backend = limits
-        self.limits: Any = None
         self.proc: asyncio.subprocess.Process | None = None
         self.fallback: str | None = None  # why the child could not describe its tools, when it could not
         self._ids = itertools.count()
@@ -55,8 +55,7 @@ class HostedTaskTools(Upstream):
         return self.limits.wrap(list(argv)) if self.limits is not None else list(argv)
 
     async def start(self, timeout: float = 30.0) -> None:
-        if self.backend is not None and self.limits is None:
-            self.limits = await asyncio.to_thread(self.backend.create, f"mcp-{self.name}-{uuid.uuid4().hex[:8]}")
+        await self._take_limits()  # before the child: it starts inside them
         try:
             if self.fallback is None:
                 first = await asyncio.wait_for(self._spawn(), timeout)
@@ -67,8 +66,7 @@ class HostedTaskTools(Upstream):
                     self.server_object = self._server(first)
             if self.fallback is not None:  # the SDK's stdio server in the same sandbox
                 self.server_object = None
-                self.spec = msgspec.structs.replace(self.spec, command=self._wrap(self.fallback_argv),
-                                                    env=BWRAP_ENV)
+                self.spec = msgspec.structs.replace(self.spec, command=list(self.fallback_argv), env=BWRAP_ENV)
             await super().start(timeout)
         except BaseException:
             await self.close()
@@ -79,12 +77,16 @@ class HostedTaskTools(Upstream):
         try:
             self.proc = await asyncio.create_subprocess_exec(
                 *self._wrap(self.argv), stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-                stderr=errlog or asyncio.subprocess.DEVNULL, limit=_LINE_LIMIT, start_new_session=True,
+                stderr=errlog or asyncio.subprocess.DEVNULL, limit=MAX_LINE_BYTES, start_new_session=True,
                 env=BWRAP_ENV)
         finally:
             if errlog:
                 errlog.close()
-        line = await self.proc.stdout.readline()
+        try:
+            line = await self.proc.stdout.readline()
+        except ValueError:  # past MAX_LINE_BYTES (asyncio has dropped what it read)
+            raise RuntimeError(f"the task's tool host described its tools in more than {MAX_LINE_BYTES:,} "
+                               "bytes") from None
         if not line:
             code = await self.proc.wait()
             raise RuntimeError(f"the task's tool host exited ({code}) before describing its tools"
@@ -126,6 +128,11 @@ class HostedTaskTools(Upstream):
                                              "args": to_jsonable_python(args)}).encode() + b"\n")
                 await proc.stdin.drain()
                 line = await proc.stdout.readline()
+            except ValueError:  # a reply past MAX_LINE_BYTES: asyncio dropped it; the child's state is unknown
+                await self._stop_child(grace=0)
+                raise ToolError(f"the tool's reply was larger than {MAX_LINE_BYTES:,} bytes and was dropped "
+                                "(ask for less: a page, a range); the task's tool server restarts at the next "
+                                "call, over the same environment") from None
             except asyncio.CancelledError:
                 await self._stop_child(grace=0)  # mid-call: its state is unknown
                 raise
@@ -163,8 +170,5 @@ class HostedTaskTools(Upstream):
                 await proc.wait()
 
     async def close(self) -> None:
-        await super().close()
         await self._stop_child()
-        limits, self.limits = self.limits, None
-        if limits is not None:  # whatever the tools started ends with them
-            await asyncio.to_thread(limits.release)
+        await super().close()  # the MCP side, then the limits (whatever the tools started ends with them)

@@ -112,3 +112,40 @@ def test_shipped_means_the_shipped_folder_with_the_shipped_bytes(tmp_path, monke
     assert isinstance(get_task("retail_clearance_markdown"), SandboxedTask)
     tasks, _ = load_library(tmp_path)
     assert all(isinstance(t, SandboxedTask) for t in tasks.values())
+
+
+async def test_a_tool_reply_past_the_limit_is_dropped_unbuffered_and_the_server_restarts(runtime, tmp_path):
+    """tools.py of a task that did not ship runs in the tool host; its replies come back as lines over a
+    pipe. A tool that answers with 100 MB must cost the host at most about MAX_LINE_BYTES, be the call's
+    error, and leave the next call working (the child is restarted over the same environment)."""
+    import tracemalloc
+
+    from envs.hosted_tools import MAX_LINE_BYTES
+
+    folder = write_task(tmp_path / "lib", "huge_replies", toml=textwrap.dedent('''\
+        id = "huge_replies"
+        domain = "inventory"
+        title = "Demo"
+        tools = ["list_items", "set_qty", "explode", "read_file", "count", "huge"]
+        seed = 1
+        '''))
+    with open(folder / "tools.py", "a") as f:
+        f.write('\n\n@tool\ndef huge(env: Env, n: int) -> str:\n    """n bytes of text."""\n    return "x" * n\n')
+    task = get_task("huge_replies", tmp_path / "lib")
+    ep = await open_task_episode(runtime, task, "v0", EnvironmentCache(tmp_path / "cache"))
+    try:
+        small = await ep.run_program("print(len(tools['huge'](n=1000)))")
+        assert small.text.strip() == "1000", small.text
+        tracemalloc.start()
+        try:
+            r = await ep.run_program("try:\n    tools['huge'](n=100_000_000)\nexcept ToolError as e:\n"
+                                     "    print('refused:', e)")
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        assert peak < 3 * MAX_LINE_BYTES, f"the host held {peak:,} bytes for one reply"
+        assert "refused:" in r.text and "larger than" in r.text, r.text
+        again = await ep.run_program("print(tools['count']())")
+        assert again.text.strip() == "3", again.text
+    finally:
+        await ep.close()

@@ -100,3 +100,87 @@ def test_reward_files_are_read_without_following_links_or_blocking(tmp_path):
     os.mkfifo(logs / "reward.json")  # no writer: an open that blocks would hang the judge
     with pytest.raises(ValueError, match="pipe"):
         read_rewards(logs)
+
+
+HOG = r'''
+python3 -c "b = b'x' * (600 * 2**20)"; echo "memory $?" > /out/report
+head -c 100M /dev/zero > /logs/big; echo "file $? $(stat -c %s /logs/big)" >> /out/report
+python3 - >> /out/report <<'PY'
+import os, time
+n = 0
+try:
+    for _ in range(600):
+        if os.fork() == 0:
+            time.sleep(3)
+            os._exit(0)
+        n += 1
+except OSError:
+    pass
+print("forks", n)
+PY
+head -c 100M /dev/zero
+'''
+
+
+def test_container_scripts_run_within_the_tasks_memory_and_process_and_file_limits(tmp_path, monkeypatch):
+    """tests/test.sh and solution/solve.sh run what the task and the model's final tree hold: each gets
+    the task's [environment] memory_mb, a process cap and a size cap on every file it writes (its
+    output log on the host included)."""
+    from envs import harbor_run
+    from envs.runtime.limits import LimitBackend
+
+    folder = task_copy(tmp_path)
+    toml = folder / "task.toml"
+    toml.write_text(toml.read_text().replace("memory_mb = 1024", "memory_mb = 256"))
+    task = load_harbor_task(folder)
+    backend = LimitBackend(2 * 2**30, 64, file_bytes=8 * 2**20)  # the mechanism, with small numbers
+    monkeypatch.setattr(harbor_run, "_SCRIPT_LIMITS", backend, raising=False)
+    tree = task.materialize(tmp_path / "tree")
+    box = tmp_path / "box"
+    (box / "out").mkdir(parents=True)
+    (box / "logs").mkdir()
+    (box / "hog.sh").write_text(HOG)
+    log = tmp_path / "log.txt"
+    try:
+        harbor_run.run_script(task, tree, "/box/hog.sh", binds=[(box, "/box"), (box / "out", "/out"),
+                                                                 (box / "logs", "/logs")],
+                              env={}, timeout_s=60, log_file=log)
+    finally:
+        backend.close()
+    report = dict(line.split(" ", 1) for line in (box / "out" / "report").read_text().splitlines())
+    if backend.mode != "rlimit":
+        assert report["memory"] == "137", report  # OOM-killed at 256 MiB
+        assert int(report["forks"]) < 64, report
+    else:
+        assert report["memory"] != "0", report
+    assert int(report["file"].split()[1]) <= 8 * 2**20, report
+    assert log.stat().st_size <= 8 * 2**20
+
+
+async def test_container_mcp_servers_run_within_the_tasks_memory_limit_and_end_with_the_episode(runtime):
+    from envs.harbor_run import open_harbor_episode
+
+    task = load_harbor_task(FIXTURE)
+    ep = await open_harbor_episode(runtime, task)
+    try:
+        server = ep.router.upstreams["inventory"]
+        limits = server.limits
+        assert limits is not None and limits.memory_bytes == 1024 * 2**20  # the task's memory_mb
+        held = limits.pids()
+        if runtime.limits_mode != "rlimit":
+            assert held, "the server's processes are in its own cgroups"
+        r = await ep.run_program("print(sorted(tools))")
+        assert not r.is_error, r.text
+    finally:
+        await ep.close()
+    if runtime.limits_mode != "rlimit":
+        assert not [pid for pid in held if running(pid)]
+
+
+def running(pid: int) -> bool:
+    """A process that exists and is not a zombie (one the machine's init has yet to reap)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False

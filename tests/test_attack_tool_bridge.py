@@ -136,3 +136,17 @@ async def test_requests_and_arguments_no_server_could_parse_are_refused_before_a
     assert out[3] == "arguments for tool 'note' cannot be sent: they are nested deeper than 64 levels", out
     # the episode's server never saw them: it still answers
     assert (await ep.run_program("print(tools['add'](a=40, b=2))")).text == "42"
+
+
+async def test_a_stdio_servers_reply_past_the_line_limit_is_dropped_as_it_streams_in(ep):
+    """A program chooses what a stdio server answers (a file it wrote, a string it sent): a 200 MB line
+    must cost the host at most about the transport's line limit, be that call's ToolError, and leave
+    the server's connection working for the next call."""
+    from envs.runtime.stdio_transport import MAX_LINE_BYTES
+
+    code = ("try:\n    tools['big'](chars=200_000_000)\nexcept ToolError as e:\n    print('refused:', str(e)[:300])\n"
+            "print(tools['add'](a=2, b=3))")
+    r, grew = await peak_rss_during(ep.run_program(code))
+    assert grew < 3 * MAX_LINE_BYTES / 2**20, f"the host grew by {grew:.0f} MB"
+    assert "refused:" in r.text and "replies up to 16,777,216 bytes reach the host" in r.text, r.text
+    assert r.text.endswith("\n5"), r.text

@@ -48,9 +48,10 @@ def _v2_mount() -> Path | None:
 class SandboxLimits:
     """The limits of one sandbox: how to start a process inside them, and how to end them."""
 
-    def __init__(self, backend: LimitBackend, dirs: list[Path]):
+    def __init__(self, backend: LimitBackend, dirs: list[Path], memory_bytes: int | None = None):
         self.backend = backend
         self.dirs = dirs
+        self.memory_bytes = memory_bytes or backend.memory_bytes
 
     @property
     def mode(self) -> str:
@@ -61,7 +62,7 @@ class SandboxLimits:
         b = self.backend
         fsize = [f"--fsize={b.file_bytes}"] if b.file_bytes else []
         if b.mode == "rlimit":
-            return ["prlimit", f"--as={b.memory_bytes}", f"--nproc={b.max_processes}", *fsize, "--", *argv] \
+            return ["prlimit", f"--as={self.memory_bytes}", f"--nproc={b.max_processes}", *fsize, "--", *argv] \
                 if b.prlimit else argv
         if fsize and b.prlimit:
             argv = ["prlimit", *fsize, "--", *argv]
@@ -202,10 +203,12 @@ class LimitBackend:
         self.parents = parents
         return True
 
-    def create(self, name: str | None = None) -> SandboxLimits:
+    def create(self, name: str | None = None, memory_bytes: int | None = None) -> SandboxLimits:
+        """Fresh limits for one sandbox: the backend's, or `memory_bytes` of memory instead."""
         name = name or uuid.uuid4().hex[:12]
+        memory_bytes = memory_bytes or self.memory_bytes
         if self.mode == "rlimit":
-            return SandboxLimits(self, [])
+            return SandboxLimits(self, [], memory_bytes)
         dirs = []
         for parent in self.parents:
             d = parent / name
@@ -213,23 +216,23 @@ class LimitBackend:
             dirs.append(d)
         try:
             if self.mode == "cgroup2":
-                (dirs[0] / "memory.max").write_text(str(self.memory_bytes))
+                (dirs[0] / "memory.max").write_text(str(memory_bytes))
                 if (dirs[0] / "memory.swap.max").exists():
                     (dirs[0] / "memory.swap.max").write_text("0")
                 (dirs[0] / "pids.max").write_text(str(self.max_processes))
             else:
                 mem, pids = dirs
-                (mem / "memory.limit_in_bytes").write_text(str(self.memory_bytes))
+                (mem / "memory.limit_in_bytes").write_text(str(memory_bytes))
                 if (mem / "memory.memsw.limit_in_bytes").exists():
                     try:
-                        (mem / "memory.memsw.limit_in_bytes").write_text(str(self.memory_bytes))
+                        (mem / "memory.memsw.limit_in_bytes").write_text(str(memory_bytes))
                     except OSError:
                         pass
                 (pids / "pids.max").write_text(str(self.max_processes))
         except OSError:
             SandboxLimits(self, dirs).release()
             raise
-        return SandboxLimits(self, dirs)
+        return SandboxLimits(self, dirs, memory_bytes)
 
     def close(self) -> None:
         for parent in self.parents:

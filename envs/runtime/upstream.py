@@ -25,13 +25,15 @@ import json
 import logging
 import re
 import time
+import uuid
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import msgspec
 from mcp import ClientSession, StdioServerParameters
-from mcp.client.stdio import stdio_client
+
+from envs.runtime.stdio_transport import capped_stdio_client
 
 log = logging.getLogger(__name__)
 
@@ -244,20 +246,36 @@ def check_arguments(info: ToolInfo, args: dict[str, Any]) -> str | None:
 
 
 class Upstream:
-    """One connected MCP server. The client session lives in its own task (anyio scopes)."""
+    """One connected MCP server. The client session lives in its own task (anyio scopes).
 
-    def __init__(self, spec: UpstreamSpec, server_object: Any = None, errlog: Path | None = None):
+    `limits` (a LimitBackend): a stdio server runs inside fresh sandbox limits at each start (memory,
+    processes, file size; its own cgroups where the host has them), released with everything the
+    server started when it closes (`memory_bytes`: other than the backend's). For servers whose code is
+    not ours to trust (a Harbor task's)."""
+
+    def __init__(self, spec: UpstreamSpec, server_object: Any = None, errlog: Path | None = None,
+                 limits: Any = None, memory_bytes: int | None = None):
         self.spec = spec
         self.name = spec.name
         self.server_object = server_object
         self.errlog = errlog
+        self.backend = limits
+        self.memory_bytes = memory_bytes  # None: the backend's
+        self.limits: Any = None  # this start's SandboxLimits
         self.session: ClientSession | None = None
         self.tools: list[Any] = []
         self._task: asyncio.Task | None = None
         self._stop = asyncio.Event()
         self._ready: asyncio.Future | None = None
 
+    async def _take_limits(self) -> None:
+        """This start's sandbox limits, when the upstream has a backend and holds none yet."""
+        if self.backend is not None and self.limits is None:
+            self.limits = await asyncio.to_thread(self.backend.create, f"mcp-{self.name}-{uuid.uuid4().hex[:8]}",
+                                                  self.memory_bytes)
+
     async def start(self, timeout: float = 30.0) -> None:
+        await self._take_limits()
         self._stop = asyncio.Event()
         self._ready = asyncio.get_running_loop().create_future()
         self._task = asyncio.create_task(self._run(), name=f"upstream-{self.name}")
@@ -283,11 +301,11 @@ class Upstream:
                     else:
                         if not self.spec.command:
                             raise ValueError(f"upstream {self.name!r} has neither a command nor a url")
-                        params = StdioServerParameters(command=self.spec.command[0], args=self.spec.command[1:],
-                                                       env=self.spec.env, cwd=self.spec.cwd)
+                        command = self.limits.wrap(list(self.spec.command)) if self.limits else self.spec.command
+                        params = StdioServerParameters(command=command[0], args=command[1:], env=self.spec.env,
+                                                       cwd=self.spec.cwd)
                         errlog = stack.enter_context(open(self.errlog, "a")) if self.errlog else None
-                        kwargs = {"errlog": errlog} if errlog else {}
-                        read, write = await stack.enter_async_context(stdio_client(params, **kwargs))
+                        read, write = await stack.enter_async_context(capped_stdio_client(params, errlog))
                     session = await stack.enter_async_context(ClientSession(read, write))
                     await session.initialize()
                 listed = await session.list_tools()
@@ -321,6 +339,9 @@ class Upstream:
             except BaseException:  # noqa: BLE001
                 pass
         self.session = None
+        limits, self.limits = self.limits, None
+        if limits is not None:  # whatever the server started ends with it
+            await asyncio.to_thread(limits.release)
 
 
 class Upstreams:
