@@ -23,50 +23,36 @@ import logging
 import time
 from typing import Any
 
-import msgspec
 import ray
 
-from rollout.types import Generation, SamplingParams
+from schema.config import API_PREFIX, GeneratorSpec
+from schema.records import Generation, SamplingParams
 
 log = logging.getLogger(__name__)
 
-API_PREFIX = "openai:"  # a model named `openai:NAME` is served by the openai backend
 CHAT_BACKENDS = ("openai",)
 
 
-class GeneratorSpec(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    backend: str = "transformers"  # "transformers" | "vllm" | "replay" (forced script) | "openai" (chat API)
-    model: str = ""  # Hugging Face folder; for "openai" the API model name (`openai:` prefix optional)
-    base_url: str = ""  # "openai": the endpoint, e.g. http://host:8000/v1 ("" = $OPENAI_BASE_URL or OpenAI's)
-    api_key_env: str = "OPENAI_API_KEY"  # "openai": the variable holding the key (read by the generator)
-    max_model_len: int = 32_768
-    gpu_memory_utilization: float = 0.85
-    tensor_parallel_size: int = 1
-    num_gpus: float = 0.0
-    num_cpus: float = 1.0
-    threads: int = 1
-    script: list[str] = []  # the replies of the "replay" backend, one per turn
-
-
-def build_backend(spec: GeneratorSpec) -> Any:
+def build_backend(spec: GeneratorSpec, model: str) -> Any:
+    """A backend of `spec` serving `model` (a Hugging Face folder; for "openai" the API model name)."""
     if spec.backend == "transformers":
         from rollout.generators.hf import HFGenerator
 
-        return HFGenerator(spec.model, device="cuda" if spec.num_gpus else "cpu", threads=spec.threads)
+        return HFGenerator(model, device="cuda" if spec.num_gpus else "cpu", threads=spec.threads)
     if spec.backend == "vllm":
         from rollout.generators.vllm_backend import VLLMGenerator
 
-        return VLLMGenerator(spec.model, max_model_len=spec.max_model_len,
+        return VLLMGenerator(model, max_model_len=spec.max_model_len,
                              gpu_memory_utilization=spec.gpu_memory_utilization,
                              tensor_parallel_size=spec.tensor_parallel_size)
     if spec.backend == "replay":
         from rollout.generators.replay import ReplayGenerator
 
-        return ReplayGenerator(spec.model, spec.script, threads=spec.threads)
+        return ReplayGenerator(model, spec.script, threads=spec.threads)
     if spec.backend == "openai":
         from rollout.generators.openai_backend import OpenAIGenerator
 
-        return OpenAIGenerator(spec.model.removeprefix(API_PREFIX), base_url=spec.base_url or None,
+        return OpenAIGenerator(model.removeprefix(API_PREFIX), base_url=spec.base_url or None,
                                api_key_env=spec.api_key_env)
     raise ValueError(f"unknown generator backend {spec.backend!r}; expected 'transformers', 'vllm', 'replay' "
                      "or 'openai'")
@@ -91,9 +77,9 @@ def resolve_tokenizer(path: str) -> str:
 
 @ray.remote
 class GeneratorActor:
-    def __init__(self, spec: GeneratorSpec):
+    def __init__(self, spec: GeneratorSpec, model: str):
         self.spec = spec
-        self.backend = build_backend(spec)
+        self.backend = build_backend(spec, model)
 
     async def generate(self, prompt_token_ids: list[int], sampling: SamplingParams) -> Generation:
         return await self.backend.generate(prompt_token_ids, sampling)
@@ -135,8 +121,9 @@ class _Slot:
 
 @ray.remote
 class GeneratorPool:
-    def __init__(self, spec: GeneratorSpec, n: int, max_retries: int = 3):
+    def __init__(self, spec: GeneratorSpec, n: int, model: str, max_retries: int = 3):
         self.spec = spec
+        self.model = model
         self.max_retries = max_retries
         self.slots = [_Slot(self._new_actor()) for _ in range(n)]
         self.version = 0
@@ -149,7 +136,7 @@ class GeneratorPool:
 
     def _new_actor(self) -> Any:
         return GeneratorActor.options(num_cpus=self.spec.num_cpus, num_gpus=self.spec.num_gpus,
-                                      max_concurrency=1000).remote(self.spec)
+                                      max_concurrency=1000).remote(self.spec, self.model)
 
     async def ready(self) -> int:
         await asyncio.gather(*(s.handle.ping.remote() for s in self.slots))

@@ -6,7 +6,7 @@ from typing import Any
 
 import ray
 
-from learner.config import LearnerConfig
+from schema.config import LearnerConfig
 
 
 def build_learner(model_path: str, cfg: LearnerConfig, lr: float | None = None) -> Any:

@@ -39,7 +39,7 @@ from ray.util.placement_group import (
 )
 from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
-from learner.config import LearnerConfig
+from schema.config import LearnerConfig
 
 #: backends whose ranks all take the whole batch (they split it among data-parallel ranks themselves)
 SPMD_BACKENDS = {"megatron"}
@@ -63,15 +63,6 @@ class LearnerPlacement(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     def bundles(self) -> list[dict[str, float]]:
         bundle = {"CPU": self.cpus_per_rank} | ({"GPU": self.gpus_per_rank} if self.gpus_per_rank else {})
         return [dict(bundle) for _ in range(self.ranks)]
-
-
-def check_world(cfg: LearnerConfig, p: LearnerPlacement) -> None:
-    """Megatron's parallel sizes must multiply to the number of ranks (checked before anything starts)."""
-    m = cfg.megatron
-    if cfg.backend == "megatron" and p.ranks != m.tensor_parallel * m.pipeline_parallel * m.context_parallel \
-            * m.data_parallel:
-        raise ValueError(f"{p.ranks} learner ranks != megatron tensor {m.tensor_parallel} × pipeline "
-                         f"{m.pipeline_parallel} × context {m.context_parallel} × data {m.data_parallel}")
 
 
 def learner_placement_group(p: LearnerPlacement) -> PlacementGroup:
@@ -182,7 +173,8 @@ class LearnerGroup:
 
     def __init__(self, model_path: str, cfg: LearnerConfig, placement: LearnerPlacement,
                  pg: PlacementGroup | None = None):
-        check_world(cfg, placement)
+        if placement.ranks != cfg.ranks:  # the placement is made from cfg.ranks (launch/fabric.py)
+            raise ValueError(f"{placement.ranks} learner ranks placed for a learner of {cfg.ranks} ranks")
         self.cfg, self.placement = cfg, placement
         self.own_pg = pg is None
         self.pg = learner_placement_group(placement) if pg is None else pg

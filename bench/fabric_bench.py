@@ -30,9 +30,9 @@ import tempfile
 
 import ray
 
-from launch.config import load_config
 from launch.metrics import read_metrics
 from launch.train import train
+from schema.load import load_config
 
 
 def script(env_seconds: float, sigma: float) -> list[str]:

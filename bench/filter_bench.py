@@ -23,8 +23,10 @@ import ray
 
 from bench.fabric_bench import script
 from envs.library import LIBRARY_DIR
-from launch.filter import FilterSettings, filter_tasks
-from launch.rollouts import RolloutRunner, load_sections
+from launch.filter import filter_tasks
+from launch.rollouts import RolloutRunner
+from schema.config import FilterSettings
+from schema.load import load_sections
 
 
 async def run(workers: int, args: argparse.Namespace, out: str) -> dict:

@@ -25,10 +25,10 @@ import time
 
 import torch
 
-from learner.config import LearnerConfig, OptimConfig
 from learner.losses import PolicyLossConfig
 from rollout.tiny_model import build_tiny
-from rollout.types import Trajectory
+from schema.config import LearnerConfig, OptimConfig
+from schema.records import Trajectory
 
 
 def make_groups(n_groups: int, group_size: int, length: int, vocab: int, seed: int = 0) -> list[list[Trajectory]]:

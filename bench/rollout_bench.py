@@ -17,13 +17,13 @@ import time
 from transformers import AutoTokenizer
 
 from envs.library import get_task
-from envs.runtime.config import RuntimeConfig
 from envs.runtime.episode import Runtime
-from envs.task_env import EnvironmentCache
-from rollout.agent_loop import ChatRenderer, LoopLimits
-from rollout.teacher import generator_trajectory
+from envs.task_env import EnvironmentCache, LibraryTaskEnv
+from rollout.agent_loop import ChatRenderer
+from rollout.episode import run_episode
 from rollout.tiny_model import build_tiny
-from rollout.types import SamplingParams
+from schema.config import LoopLimits, RuntimeConfig
+from schema.records import SamplingParams
 
 TASK = "retail_clearance_markdown"
 
@@ -34,13 +34,13 @@ async def run_backend(name: str, gen, renderer, args) -> dict:
     sem = asyncio.Semaphore(args.concurrency)
     limits = LoopLimits(max_turns=args.turns, max_new_tokens=args.new_tokens)
     async with Runtime(RuntimeConfig(warm_pool=args.concurrency)) as runtime:
-        await generator_trajectory(runtime, task, "v0", "ptc", renderer, cache, gen, limits=limits,
-                                   sampling=SamplingParams(seed=0))  # warm-up
+        env = LibraryTaskEnv(task, "v0", cache)
+        await run_episode(env, runtime, gen, renderer, "ptc", limits=limits, sampling=SamplingParams(seed=0))  # warm-up
 
         async def one(i: int):
             async with sem:
-                return await generator_trajectory(runtime, task, "v0", "ptc", renderer, cache, gen, limits=limits,
-                                                  sampling=SamplingParams(temperature=1.0, seed=i), sample_idx=i)
+                return await run_episode(env, runtime, gen, renderer, "ptc", limits=limits,
+                                         sampling=SamplingParams(temperature=1.0, seed=i), sample_idx=i)
 
         t0 = time.perf_counter()
         trajs = await asyncio.gather(*(one(i) for i in range(args.episodes)))

@@ -27,9 +27,9 @@ from pathlib import Path
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from envs.runtime.config import RuntimeConfig
 from envs.runtime.episode import Runtime, Slot
 from envs.runtime.upstream import Upstream, Upstreams, UpstreamSpec
+from schema.config import RuntimeConfig
 
 FIXTURE = Path(__file__).resolve().parents[1] / "tests" / "servers" / "fixture_server.py"
 SPEC = UpstreamSpec("fx", [sys.executable, str(FIXTURE)])

@@ -16,10 +16,11 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from envs.library import SCALE_NAMES, Task
+from envs.library import Task
 from envs.runtime.episode import Runtime
 from envs.task_env import EnvironmentCache
 from envs.validate import SolutionRun, run_solution
+from schema.records import SCALES
 
 
 def context_tokens(run: SolutionRun, tokenizer: Any) -> dict[str, int]:
@@ -44,13 +45,13 @@ async def measure(tasks: list[Task], tokenizer: Any, concurrency: int = 3) -> li
                 run = await run_solution(runtime, task, scale, cache, task.oracle_source)
                 rows.append({"task": task.id, "scale": scale, "reward": run.verdict.reward,
                              **context_tokens(run, tokenizer)})
-        await asyncio.gather(*(one(t, s) for t in tasks for s in SCALE_NAMES))
+        await asyncio.gather(*(one(t, s) for t in tasks for s in SCALES))
     cache.cleanup()
     return sorted(rows, key=lambda r: (r["task"], r["scale"]))
 
 
 def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    by_scale = {s: [r for r in rows if r["scale"] == s] for s in SCALE_NAMES}
+    by_scale = {s: [r for r in rows if r["scale"] == s] for s in SCALES}
     mean = {s: {"dtc": statistics.mean(r["dtc_tokens"] for r in rs), "ptc": statistics.mean(r["ptc_tokens"] for r in rs)}
             for s, rs in by_scale.items() if rs}
     v0, v3 = mean["v0"], mean["v3"]
@@ -82,14 +83,14 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    xs = list(range(len(SCALE_NAMES)))
+    xs = list(range(len(SCALES)))
     for key, color, label in (("dtc_tokens", "tab:red", "DTC"), ("ptc_tokens", "tab:blue", "PTC")):
         for task in sorted({r["task"] for r in rows}):
-            ys = [next(r[key] for r in rows if r["task"] == task and r["scale"] == s) for s in SCALE_NAMES]
+            ys = [next(r[key] for r in rows if r["task"] == task and r["scale"] == s) for s in SCALES]
             ax.plot(xs, ys, color=color, alpha=0.15, linewidth=1)
-        means = [statistics.mean(r[key] for r in rows if r["scale"] == s) for s in SCALE_NAMES]
+        means = [statistics.mean(r[key] for r in rows if r["scale"] == s) for s in SCALES]
         ax.plot(xs, means, color=color, linewidth=3, marker="o", label=f"{label} (mean over tasks)")
-    ax.set_xticks(xs, SCALE_NAMES)
+    ax.set_xticks(xs, SCALES)
     ax.set_yscale("log")
     ax.set_xlabel("environment scale")
     ax.set_ylabel("tokens entering the context")

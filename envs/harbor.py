@@ -18,12 +18,12 @@ import shutil
 from pathlib import Path
 
 from envs.library import Task, copy_environment
+from envs.runtime.sandbox import TASK_CODE
 
 ANSWER_PATH = "/app/answer.txt"
 ENV_ROOT = "/app/env"
 PKG_ROOT = "/opt/progagent"
 _ENVS = Path(__file__).resolve().parent
-_KIT = ("__init__.py", "taskkit.py", "untrusted_fs.py", "provenance.py", "library.py", "task_server.py")
 
 DOCKERFILE = f"""\
 FROM python:3.11-slim
@@ -156,9 +156,11 @@ args = ["-m", "envs.task_server", "--task", "{PKG_ROOT}/tasks/{task.id}", "--roo
 
 
 def _copy_kit(dst: Path) -> None:
-    (dst / "envs").mkdir(parents=True, exist_ok=True)
-    for name in _KIT:
-        shutil.copy2(_ENVS / name, dst / "envs" / name)
+    """The repository modules a task's server and verifier import (envs/runtime/sandbox.TASK_CODE)."""
+    for rel, src in TASK_CODE.items():
+        (dst / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(src, dst / rel)
+    shutil.copy2(_ENVS / "task_server.py", dst / "envs" / "task_server.py")
 
 
 def export_harbor(task: Task, scale: str, out: str | Path) -> Path:

@@ -1,16 +1,13 @@
 """Imported Harbor tasks as episodes of our runtime, judged by their own tests, checked by their oracle.
 
-    task = load_harbor_task("bench/some-task")                  # envs/harbor_import.py
-    ep = await open_harbor_episode(runtime, task)               # sandboxed kernel + the task's MCP servers
-    traj = await run_agent(gen, renderer, ep, Harness("ptc"), task.prompt, task_id=task.id, scale=HARBOR_SCALE)
-    verdict = judge(task, ep.final_state(), traj.final_answer)  # tests/test.sh on the final container
-    await ep.close()
+    env = HarborTaskEnv(load_harbor_task("bench/some-task"))   # the episode contract (envs/episode_env.py)
+    traj = await run_episode(env, runtime, generator, renderer, "ptc")   # rollout/episode.py: open, agent
+                                                                # loop, tests/test.sh on the final container
+    report = check(env.task)   # solution/solve.sh then tests → reward 1; untouched container → reward 0
 
-    report = check(task)   # solution/solve.sh then tests → reward 1; untouched container → reward 0
-
-On the actor fabric (`EpisodeRequest(harbor_path=...)`, actors/env_worker.py) the env worker runs
-`run_harbor_episode` and ships `snapshot_tree(final state)` to a Judge actor, which runs
-`judge_snapshot` in a forked child under [verifier] timeout_sec + JUDGE_GRACE_S.
+On the actor fabric (`EpisodeRequest(env=HarborRef(folder))`, actors/env_worker.py) the env worker
+ships `snapshot_tree(final state)` to a Judge actor, which restores it and runs tests/test.sh
+(`HarborTaskEnv.judge_shipped`).
 
 Episode: the episode's `env/container/` folder is the task's container tree (mapping rule in
 envs/harbor_import.py). Stdio MCP servers run in the task's container view (bubblewrap, outside the
@@ -42,29 +39,24 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgspec
 
 from envs import untrusted_fs
-from envs.harbor_import import HarborTask, load_harbor_task, resolve_host_env
+from envs.episode_env import MAX_STATE_BYTES, MAX_STATE_DEPTH, MAX_STATE_ENTRIES, EnvLimits, StateRefused
+from envs.harbor_import import HarborTask, resolve_host_env
 from envs.runtime.episode import Episode, EpisodeState, Runtime
 from envs.runtime.limits import LimitBackend
 from envs.runtime.sandbox import BWRAP_ENV, launch_argv
 from envs.runtime.upstream import Upstream, UpstreamSpec
-from envs.task_env import Verdict
-
-if TYPE_CHECKING:
-    from rollout.types import Trajectory
+from schema.records import HarborRef, Verdict
 
 TREE_DIR = "container"
 CRITERION = "criterion_"  # reward.json entries named criterion_<name> (what envs/harbor.py writes)
-HARBOR_SCALE = "harbor"  # Trajectory.scale of an imported task (Harbor tasks have one environment size)
 JUDGE_GRACE_S = 30.0  # a judge's deadline beyond [verifier] timeout_sec (restore, copies, bubblewrap)
 
-T = TypeVar("T")
 
 
 class ScriptRun(msgspec.Struct):
@@ -238,7 +230,7 @@ def verify(task: HarborTask, tree: Path, answer: str | None, timeout_s: float | 
             untrusted_fs.write_file(tree, posixpath.normpath(task.answer_path).lstrip("/"), answer.encode())
         except untrusted_fs.PathRefused as exc:
             error = f"{task.id}: the answer could not be written to {task.answer_path}: {exc}"
-            return VerifierRun(verdict=Verdict(criteria={}, reward=0.0, score=0.0, error=error), rewards={},
+            return VerifierRun(verdict=Verdict.failed(error), rewards={},
                                script=ScriptRun(exit_code=None, timed_out=False, duration_s=0.0, output_tail=""))
     with tempfile.TemporaryDirectory(prefix="harbor-verify-") as tmp:
         tests = Path(shutil.copytree(task.tests_dir, Path(tmp) / "tests", symlinks=True))
@@ -254,7 +246,7 @@ def verify(task: HarborTask, tree: Path, answer: str | None, timeout_s: float | 
             how = f"timed out after {timeout_s or task.verifier_timeout_s:.0f} s" if script.timed_out \
                 else f"exit code {script.exit_code}"
             error = f"{task.id}: {exc} ({how}); output: {script.output_tail[-600:]}"
-            return VerifierRun(verdict=Verdict(criteria={}, reward=0.0, score=0.0, error=error), rewards={},
+            return VerifierRun(verdict=Verdict.failed(error), rewards={},
                                script=script)
     return VerifierRun(verdict=verdict_from_rewards(rewards), rewards=rewards, script=script)
 
@@ -299,56 +291,12 @@ def check(task: HarborTask) -> CheckReport:
                        error="; ".join(problems) or None, notes=task.layout.notes)
 
 
-async def run_harbor_episode(runtime: Runtime, task: HarborTask, harness: str, renderer: Any, generator: Any,
-                             final: Callable[[EpisodeState, str], T], *, limits: Any = None, sampling: Any = None,
-                             group_id: str = "", sample_idx: int = 0) -> tuple[Trajectory, T]:
-    """One episode of an imported task through the same agent loop and harnesses as our own tasks, driven
-    by any generator (or a callable making one from the open episode). `final(state, answer)` runs in a
-    thread on the final state once the episode is stopped and before it closes, within the verifier's
-    timeout plus JUDGE_GRACE_S (TimeoutError past it): judge it here, or snapshot it for a judge."""
-    from rollout.agent_loop import run_agent
-    from rollout.harness import Harness
-
-    episode = await open_harbor_episode(runtime, task)
-    try:
-        if callable(generator) and not hasattr(generator, "generate"):
-            generator = generator(episode)
-        traj = await run_agent(generator, renderer, episode, Harness(harness), task.prompt, task_id=task.id,
-                               scale=HARBOR_SCALE, group_id=group_id or f"harbor-{task.id}", sample_idx=sample_idx,
-                               limits=limits, sampling=sampling)
-        await episode.stop()  # the container's servers and the kernel: nothing changes the tree while it is read
-        out = await asyncio.wait_for(asyncio.to_thread(final, episode.final_state(), traj.final_answer),
-                                     task.verifier_timeout_s + JUDGE_GRACE_S)
-    finally:
-        await episode.close()
-    return traj, out
-
-
-def set_verdict(traj: Trajectory, verdict: Verdict) -> Trajectory:
-    traj.reward, traj.score, traj.criteria, traj.verifier_error = (verdict.reward, verdict.score, verdict.criteria,
-                                                                  verdict.error)
-    return traj
-
-
-async def harbor_trajectory(runtime: Runtime, task: HarborTask, harness: str, renderer: Any, generator: Any, *,
-                            limits: Any = None, sampling: Any = None, group_id: str = "",
-                            sample_idx: int = 0) -> Trajectory:
-    """One episode of an imported task, judged in this process (the fabric judges on a Judge actor:
-    actors/env_worker.py)."""
-    traj, verdict = await run_harbor_episode(runtime, task, harness, renderer, generator,
-                                             lambda state, answer: judge(task, state, answer), limits=limits,
-                                             sampling=sampling, group_id=group_id, sample_idx=sample_idx)
-    return set_verdict(traj, verdict)
-
-
 # ---- the fabric's path: the final container tree shipped from an env worker to a judge ----
 
 def snapshot_tree(state: EpisodeState | str | Path) -> bytes:
     """An episode's final container tree as tar bytes, to judge it in another process or on another node.
     Streamed to a temporary file and bounded like `envs.task_env.snapshot_state`, nothing followed;
     symbolic links are kept as links (a container tree has them), pipes and devices are refused."""
-    from envs.task_env import MAX_STATE_BYTES, MAX_STATE_DEPTH, MAX_STATE_ENTRIES, StateRefused
-
     with tempfile.TemporaryFile(prefix="harbor-state-") as f:
         try:
             untrusted_fs.write_tar(f, [(tree_of(state), TREE_DIR)], max_bytes=MAX_STATE_BYTES, links=True,
@@ -363,8 +311,6 @@ def restore_tree(data: bytes, dst: str | Path) -> Path:
     """The tree of `snapshot_tree`, under `dst`. The "tar" filter, not "data": symbolic links keep their
     absolute container targets (they resolve inside the container view), while members still cannot
     be written outside `dst` and set-id bits are dropped; sizes and counts as for snapshots."""
-    from envs.task_env import MAX_STATE_BYTES, MAX_STATE_ENTRIES, StateRefused
-
     dst = Path(dst)
     dst.mkdir(parents=True, exist_ok=True)
     with tarfile.open(fileobj=io.BytesIO(data), mode="r:") as tar:
@@ -378,8 +324,32 @@ def restore_tree(data: bytes, dst: str | Path) -> Path:
     return dst / TREE_DIR
 
 
-def judge_snapshot(path: str | Path, state: bytes, answer: str | None) -> Verdict:
-    """The Verdict of a shipped container tree: load the task at `path`, restore, run tests/test.sh."""
-    task = load_harbor_task(path)
-    with tempfile.TemporaryDirectory(prefix="harbor-judge-") as tmp:
-        return judge(task, restore_tree(state, tmp), answer)
+class HarborTaskEnv:
+    """An imported Harbor task as an episode environment (envs/episode_env.py): its container tree and
+    MCP servers, [agent] timeout_sec as the episode's wall clock, and its tests/test.sh as the judge
+    (killed at [verifier] timeout_sec; the shipped tree is restored first, bounded)."""
+
+    def __init__(self, task: HarborTask, ref: HarborRef | None = None):
+        self.task = task
+        self.ref = ref or HarborRef(str(task.dir))
+        self.instruction = task.prompt
+        self.limits = EnvLimits(episode_timeout_s=task.agent_timeout_s)
+        self.judge_timeout_s = task.verifier_timeout_s + JUDGE_GRACE_S
+
+    async def open(self, runtime: Runtime) -> Episode:
+        return await open_harbor_episode(runtime, self.task)
+
+    def snapshot(self, state: EpisodeState) -> bytes:
+        return snapshot_tree(state)
+
+    def judge(self, state: EpisodeState | str | Path, answer: str) -> Verdict:
+        return judge(self.task, state, answer)
+
+    def judge_shipped(self, state: bytes, answer: str) -> Verdict:
+        try:
+            with tempfile.TemporaryDirectory(prefix="harbor-judge-") as tmp:
+                return judge(self.task, restore_tree(state, tmp), answer)
+        except StateRefused as exc:
+            return Verdict.failed(str(exc))
+        except Exception as exc:  # noqa: BLE001 - a tree that does not restore is a recorded verifier error
+            return Verdict.failed(f"the shipped container tree could not be judged: {type(exc).__name__}: {exc}")

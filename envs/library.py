@@ -33,9 +33,9 @@ import msgspec
 from envs import untrusted_fs
 from envs.provenance import SHIPPED, provenance
 from envs.taskkit import Env, Scale, ToolError, VerifyContext, is_tool, scale_named
+from schema.records import SCALES
 
 LIBRARY_DIR = Path(__file__).resolve().parent / "tasks"
-SCALE_NAMES = ("v0", "v1", "v2", "v3")
 REQUIRED_FILES = ("task.toml", "instruction.md", "data.py", "tools.py", "verify.py", "oracle.py")
 CELL_MARKER = "# %%"
 #: a built environment (db + workspace) copied into an episode: far above any task's (v3 is ~1 MB)
@@ -99,9 +99,9 @@ class Task:
         return {p.stem: p.read_text() for p in sorted(folder.glob("*.py"))} if folder.is_dir() else {}
 
     def scale(self, name: str) -> Scale:
-        i = SCALE_NAMES.index(name) if name in SCALE_NAMES else -1
+        i = SCALES.index(name) if name in SCALES else -1
         if i < 0:
-            raise ValueError(f"unknown scale {name!r}; expected one of {', '.join(SCALE_NAMES)}")
+            raise ValueError(f"unknown scale {name!r}; expected one of {', '.join(SCALES)}")
         return scale_named(name, self.spec.scales.rows[i], self.spec.scales.files[i])
 
     def module(self, name: str) -> ModuleType:
@@ -283,6 +283,16 @@ def load_library(root: str | Path = LIBRARY_DIR) -> tuple[dict[str, Task], dict[
         except TaskLoadError as exc:
             errors[folder.name] = str(exc)
     return tasks, errors
+
+
+def library_dir(library: str | Path = "") -> Path:
+    """A task library's folder as this process sees it: "" is the shipped library; a relative path is
+    taken from this checkout's root (so a run's config names the same library on every node, wherever
+    each node unpacked the code)."""
+    if not str(library):
+        return LIBRARY_DIR
+    path = Path(library)
+    return path if path.is_absolute() else LIBRARY_DIR.parents[1] / path
 
 
 def get_task(task_id: str, root: str | Path = LIBRARY_DIR, *, trusted: bool = False) -> Task:

@@ -43,14 +43,15 @@ import shutil
 import sys
 import tempfile
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-import msgspec
+from typing import TYPE_CHECKING, Any
 
 from envs import untrusted_fs
+from envs.episode_env import MAX_STATE_BYTES, MAX_STATE_DEPTH, MAX_STATE_ENTRIES, EnvLimits, StateRefused
 from envs.library import Task, copy_environment
 from envs.runtime.sandbox import TASK_CODE, isolation_argv, launch_argv, python_binds, setenv_argv
+from schema.records import TaskRef, Verdict
 
 if TYPE_CHECKING:
     from envs.runtime.episode import Episode, EpisodeState, Runtime
@@ -67,13 +68,6 @@ SERVED_FILES = ("task.toml", "tools.py")
 IN_CODE = "/opt/progagent"
 IN_TASK = "/task"
 IN_ENV = "/env"
-
-
-class Verdict(msgspec.Struct):
-    criteria: dict[str, bool]
-    reward: float  # 1.0 when every criterion passes, else 0.0 (binary, as in the paper)
-    score: float  # fraction of criteria passed
-    error: str | None = None  # the verifier itself failed (recorded, never a lost sample)
 
 
 class EnvironmentCache:
@@ -199,30 +193,16 @@ async def judge_episode(episode: Episode, task: Task, scale: str, answer: str, c
         return await asyncio.wait_for(asyncio.to_thread(judge, task, scale, episode.final_state(), answer, cache),
                                       timeout_s)
     except TimeoutError:
-        return Verdict(criteria={}, reward=0.0, score=0.0, error=f"the verifier did not finish within {timeout_s:.0f} s")
+        return Verdict.failed(f"the verifier did not finish within {timeout_s:.0f} s")
 
 
 def judge(task: Task, scale: str, state: EpisodeState | Path, answer: str, cache: EnvironmentCache) -> Verdict:
     """Run the verifier outside the sandbox; a crashing verifier is a recorded failure."""
     final_root = Path(getattr(state, "env_root", state))
     try:
-        criteria = task.verify(final_root, cache.get(task, scale), answer, scale)
+        return Verdict.of(task.verify(final_root, cache.get(task, scale), answer, scale))
     except Exception as exc:  # noqa: BLE001
-        return Verdict(criteria={}, reward=0.0, score=0.0, error=f"{type(exc).__name__}: {exc}")
-    passed = sum(criteria.values())
-    return Verdict(criteria=criteria, reward=float(passed == len(criteria)), score=passed / len(criteria))
-
-
-#: the most an episode's final state may hold to be judged (db + workspace, file contents); a task's
-#: v3 environment is about 1 MB, so this is room for what programs write, not a target
-MAX_STATE_BYTES = 256 * 2**20
-MAX_STATE_ENTRIES = 20_000
-MAX_STATE_DEPTH = 32
-
-
-class StateRefused(Exception):
-    """A final state that cannot be judged (too large, too deep, or holding what is not a regular file
-    or folder): the sample's verdict says why, nothing is read past the refusal."""
+        return Verdict.failed(f"{type(exc).__name__}: {exc}")
 
 
 def snapshot_state(root: str | Path, max_bytes: int = MAX_STATE_BYTES) -> bytes:
@@ -263,3 +243,70 @@ def restore_state(data: bytes, dst: str | Path, max_bytes: int = MAX_STATE_BYTES
                                    f"({n + 1} members, {total:,} bytes)")
             tar.extract(member, dst, filter="data")
     return dst
+
+
+def _child(conn: Any, fn: Callable[..., Verdict], args: tuple) -> None:
+    try:
+        conn.send(fn(*args))
+    except BaseException as exc:  # noqa: BLE001 - reported to the parent
+        conn.send(Verdict.failed(f"{type(exc).__name__}: {exc}"))
+    finally:
+        conn.close()
+
+
+def verify_in_child(fn: Callable[..., Verdict], args: tuple, timeout_s: float) -> Verdict:
+    """`fn(*args)` in a forked child: a timeout, a crash or an exception is a Verdict with `error`.
+    A verifier is task code: one that loops or takes the process down costs one recorded failure,
+    never the judge that runs it."""
+    import multiprocessing as mp
+
+    ctx = mp.get_context("fork")
+    parent, child = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_child, args=(child, fn, args), daemon=True)
+    proc.start()
+    child.close()
+    try:
+        if parent.poll(timeout_s):
+            return parent.recv()
+        return Verdict.failed(f"verifier timed out after {timeout_s:.0f} s")
+    except EOFError:
+        return Verdict.failed(f"verifier crashed (exit code {proc.exitcode})")
+    finally:
+        if proc.is_alive():
+            proc.kill()
+        proc.join(5)
+        parent.close()
+
+
+def _judge_restored(task: Task, scale: str, state: bytes, answer: str, cache: EnvironmentCache) -> Verdict:
+    with tempfile.TemporaryDirectory(prefix="progagent-final-") as tmp:
+        return judge(task, scale, restore_state(state, Path(tmp) / "final"), answer, cache)
+
+
+class LibraryTaskEnv:
+    """A task of a task library at one scale, as an episode environment (envs/episode_env.py): the
+    built environment copied into the episode, the task's tools served by its transport, verify.py
+    as the judge (in a forked child with a deadline for shipped states)."""
+
+    def __init__(self, task: Task, scale: str, cache: EnvironmentCache, *, library: str = "",
+                 judge_timeout_s: float | None = None, transport: str | None = None):
+        self.task, self.scale, self.cache, self.transport = task, scale, cache, transport
+        self.ref = TaskRef(task.id, scale, library)
+        self.instruction = task.instruction
+        self.limits = EnvLimits(max_turns=task.spec.limits.max_turns,
+                                program_timeout_s=task.spec.limits.program_timeout_s)
+        self.judge_timeout_s = judge_timeout_s or JUDGE_TIMEOUT_S
+
+    async def open(self, runtime: Runtime) -> Episode:
+        return await open_task_episode(runtime, self.task, self.scale, self.cache, self.transport)
+
+    def snapshot(self, state: EpisodeState) -> bytes:
+        return snapshot_state(state.env_root)
+
+    def judge(self, state: EpisodeState | Path, answer: str) -> Verdict:
+        return judge(self.task, self.scale, state, answer, self.cache)
+
+    def judge_shipped(self, state: bytes, answer: str) -> Verdict:
+        # the task (and a task that did not ship, its sandboxed code runner) is loaded before the fork
+        return verify_in_child(_judge_restored, (self.task, self.scale, state, answer, self.cache),
+                               self.judge_timeout_s)

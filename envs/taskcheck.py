@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from envs import untrusted_fs
-from envs.library import MAX_ENVIRONMENT_BYTES, SCALE_NAMES, Task, TaskLoadError, get_task, load_task
+from envs.library import MAX_ENVIRONMENT_BYTES, Task, TaskLoadError, get_task, load_task
+from schema.records import SCALES
 
 
 def _dump_digest(db: Path) -> str:
@@ -65,7 +66,7 @@ def env_stats(root: Path) -> dict[str, Any]:
             "files": len(files), "file_bytes": sum(n for _, n in files)}
 
 
-def check_task(task: Task, scales: tuple[str, ...] = SCALE_NAMES) -> dict[str, Any]:
+def check_task(task: Task, scales: tuple[str, ...] = SCALES) -> dict[str, Any]:
     """Every check the validator makes, in process. Returns a report; `ok` says if all passed."""
     report: dict[str, Any] = {"task": task.id, "scales": {}, "problems": []}
     problems = report["problems"]
@@ -126,7 +127,7 @@ def check_task(task: Task, scales: tuple[str, ...] = SCALE_NAMES) -> dict[str, A
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("task", help="task id in envs/tasks or a path to a task folder")
-    parser.add_argument("--scales", default=",".join(SCALE_NAMES))
+    parser.add_argument("--scales", default=",".join(SCALES))
     args = parser.parse_args(argv)
     try:
         task = load_task(args.task, trusted=True) if Path(args.task).is_dir() else get_task(args.task, trusted=True)

@@ -24,11 +24,12 @@ from typing import Any
 
 import msgspec
 
-from envs.library import SCALE_NAMES, Task, copy_environment, split_cells
+from envs.library import Task, copy_environment, split_cells
 from envs.runtime.episode import Runtime
 from envs.runtime.upstream import ToolCallRecord
 from envs.task_env import EnvironmentCache, Verdict, judge, judge_episode, open_task_episode
 from envs.taskcheck import env_stats, same_environment
+from schema.records import SCALES
 
 READ_ANSWER = ("import json as _json\n"
                "print(_json.dumps(str(final_answer)) if 'final_answer' in globals() else 'null')")
@@ -87,7 +88,7 @@ def _wrong_run(task: Task, scale: str, cache: EnvironmentCache, source: str) -> 
 
 
 async def validate_task(runtime: Runtime, task: Task, cache: EnvironmentCache,
-                        scales: tuple[str, ...] = SCALE_NAMES, transport: str | None = None) -> dict[str, Any]:
+                        scales: tuple[str, ...] = SCALES, transport: str | None = None) -> dict[str, Any]:
     """`transport`: how the task's MCP server runs for the oracle (envs/task_env.py; None: the task's
     own, "sandboxed" for every task that did not ship). Wrong solutions run through `task.run_program`: in process for the
     library's own tasks, in the synthesis sandbox's child for model-written ones and any task that did not ship (envs/code_runner.py)."""

@@ -20,9 +20,9 @@ from rich.panel import Panel
 from rich.syntax import Syntax
 from rich.table import Table
 
-from envs.runtime.config import RuntimeConfig
 from envs.runtime.episode import Runtime
 from envs.runtime.upstream import UpstreamSpec
+from schema.config import RuntimeConfig
 
 PROGRAMS = [
     # turn 1: inspect one result before processing many

@@ -42,40 +42,26 @@ import msgspec
 from rich.console import Console
 
 from envs.harbor_import import HarborTaskError, find_harbor_tasks, load_harbor_task
-from envs.harbor_run import HARBOR_SCALE
 from launch import eval_report as rep
-from launch.config import ConfigError, TrainConfig
 from launch.rollout_cache import RolloutCache, rollout_seed
 from launch.rollouts import (
     RolloutJob,
     RolloutRunner,
     check_model,
-    load_sections,
     outcome_settings,
     run_models,
 )
+from schema.config import SweepSettings, TrainConfig
+from schema.load import ConfigError, load_sections
+from schema.records import HARBOR_SCALE, SCALES
 
 console = Console()
-
-
-class SweepSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """The `sweep:` section of a config (the `eval:` section is training's before/after evaluation)."""
-
-    models: list[str] = []  # [] = the config's model.path; "tiny", HF folders (checkpoints), openai:NAME
-    harnesses: list[str] = msgspec.field(default_factory=lambda: ["dtc", "ptc", "hybrid"])
-    scales: list[str] = msgspec.field(default_factory=lambda: list(rep.SCALES))
-    samples: int = 4  # n rollouts per (model, harness, task, scale)
-    ks: list[int] = msgspec.field(default_factory=lambda: [1, 2, 4, 8, 16])  # pass@k, k <= samples
-    out_dir: str = ""  # "" = <run.out_dir>/eval-<run.name>; fixed, so a re-run resumes
-    seed: int = 0  # base of the per-sample sampling seeds
-    #: imported Harbor tasks: task folders or dataset folders of them, run at scale "harbor" ([] = none)
-    harbor: list[str] = []
 
 
 def validate(st: SweepSettings) -> None:
     from rollout.harness import HARNESSES
 
-    bad = [h for h in st.harnesses if h not in HARNESSES] + [s for s in st.scales if s not in rep.SCALES]
+    bad = [h for h in st.harnesses if h not in HARNESSES] + [s for s in st.scales if s not in SCALES]
     if bad or st.samples < 1 or not st.harnesses or not (st.scales or st.harbor):
         raise ConfigError(f"sweep: unknown harnesses/scales {bad} or no work (samples={st.samples})")
     for m in st.models:
@@ -112,12 +98,12 @@ def out_dir(cfg: TrainConfig, st: SweepSettings) -> Path:
     return Path(st.out_dir or Path(cfg.run.out_dir) / f"eval-{cfg.run.name}")
 
 
-def jobs(st: SweepSettings, models: list[str], tasks: list[str],
-         harbor: dict[str, str] | None = None) -> list[RolloutJob]:
+def jobs(st: SweepSettings, models: list[str], tasks: list[str], harbor: dict[str, str] | None = None,
+         library: str = "") -> list[RolloutJob]:
     """Sample-major order: a sweep stopped early has every cell at a similar n. `harbor`: {name: folder}."""
     cells = [(t, s, None) for t in tasks for s in st.scales]
     cells += [(t, HARBOR_SCALE, path) for t, path in (harbor or {}).items()]
-    return [RolloutJob(m, h, t, s, k, rollout_seed(st.seed, t, s, k), path)
+    return [RolloutJob(m, h, t, s, k, rollout_seed(st.seed, t, s, k), library, path)
             for k in range(st.samples) for m in models for h in st.harnesses for t, s, path in cells]
 
 
@@ -132,7 +118,7 @@ async def sweep(cfg: TrainConfig, st: SweepSettings, runners: dict[str, RolloutR
     tasks = task_ids(cfg) if st.scales else []
     harbor = harbor_tasks(st.harbor)
     scales = [*st.scales, *([HARBOR_SCALE] if harbor else [])]
-    todo = jobs(st, models, tasks, harbor)
+    todo = jobs(st, models, tasks, harbor, cfg.tasks.library_root)
     cache = RolloutCache(out / "rollouts.jsonl", outcome_settings(cfg))
     console.print(f"sweep: {len(todo)} rollouts ({len(models)} model(s) × {len(st.harnesses)} harness(es) × "
                   f"({len(tasks)} task(s) × {len(st.scales)} scale(s) + {len(harbor)} Harbor task(s)) × "

@@ -20,9 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from launch.rollout_cache import RolloutRecord
-from rollout.types import TERMINATIONS
+from schema.records import TERMINATIONS
 
-SCALES = ("v0", "v1", "v2", "v3")
 HARNESS_ORDER = ("dtc", "ptc", "hybrid")
 STRUCTURES = ("loops", "conditionals", "try_except", "comprehensions", "function_defs")
 LABELS = {"dtc": "DTC", "ptc": "PTC", "hybrid": "Hybrid"}

@@ -1,4 +1,5 @@
-"""Starting the actor fabric from a config: Ray, the model, generators, judges, env workers, learner."""
+"""Starting the actor fabric from a config: Ray, the model, generators, judges, env workers and the
+scheduler of their episodes, the learner."""
 
 from __future__ import annotations
 
@@ -7,17 +8,16 @@ import contextlib
 import os
 from typing import Any
 
-import msgspec
 import ray
 
-from actors.buffer import TrajectoryBuffer
 from actors.env_worker import EnvWorker
 from actors.generator_pool import GeneratorPool
 from actors.judge import Judge
 from actors.learner_actor import LearnerActor
-from actors.learner_group import LearnerGroup, LearnerPlacement, check_world, learner_placement_group
-from envs.library import load_library
-from launch.config import FabricConfig, TrainConfig
+from actors.learner_group import LearnerGroup, LearnerPlacement, learner_placement_group
+from actors.scheduler import EnvWorkers, Scheduler
+from envs.library import library_dir, load_library
+from schema.config import TrainConfig
 
 
 def init_ray(cfg: TrainConfig) -> None:
@@ -41,7 +41,7 @@ def resolve_model(cfg: TrainConfig) -> str:
 
 
 def task_ids(cfg: TrainConfig) -> list[str]:
-    root = cfg.tasks.root()
+    root = library_dir(cfg.tasks.library_root)
     tasks, errors = load_library(root)
     if errors:
         raise RuntimeError(f"broken tasks in {root}: {errors}")
@@ -52,18 +52,20 @@ def task_ids(cfg: TrainConfig) -> list[str]:
     return wanted
 
 
-def learner_placement(f: FabricConfig) -> LearnerPlacement:
-    """The learner group's bundles: `learner_num_gpus` shared among `learner_ranks` rank actors."""
-    return LearnerPlacement(ranks=f.learner_ranks, gpus_per_rank=f.learner_num_gpus / f.learner_ranks,
-                            cpus_per_rank=f.learner_cpus_per_rank, strategy=f.learner_placement,
-                            threads=f.learner_threads)
+def learner_placement(cfg: TrainConfig) -> LearnerPlacement:
+    """The learner group's bundles: `fabric.learner_num_gpus` shared among `learner.ranks` rank actors."""
+    f, ranks = cfg.fabric, cfg.learner.ranks
+    return LearnerPlacement(ranks=ranks, gpus_per_rank=f.learner_num_gpus / ranks, cpus_per_rank=f.learner_cpus_per_rank,
+                            strategy=f.learner_placement, threads=f.learner_threads)
 
 
 class Fabric:
-    """Handles to every actor of a run. `publish` moves weights from the learner to the generators.
+    """Handles to every actor of a run. `scheduler` runs episodes on the env workers (replacing a
+    worker that dies); `publish` moves weights from the learner to the generators.
 
-    `with_learner=False` starts the rollout side only (generators, judges, env workers): what
-    evaluation sweeps and difficulty filtering reuse.
+    `model_path` is what the generators serve and the env workers tokenise with (the run's model, or
+    the model an evaluation names). `with_learner=False` starts the rollout side only (generators,
+    judges, env workers): what evaluation sweeps and difficulty filtering reuse.
     """
 
     def __init__(self, cfg: TrainConfig, model_path: str, with_learner: bool = True):
@@ -71,20 +73,18 @@ class Fabric:
         self.cfg = cfg
         self.model_path = model_path
         placement = learner_pg = None
-        if with_learner and f.learner_ranks > 1:  # reserved first: the generators would take the GPUs
-            placement = learner_placement(f)
-            check_world(cfg.learner, placement)
+        if with_learner and cfg.learner.ranks > 1:  # reserved first: the generators would take the GPUs
+            placement = learner_placement(cfg)
             learner_pg = learner_placement_group(placement)
-        gen_spec = msgspec.structs.replace(f.generator, model=model_path)
-        self.pool = GeneratorPool.options(max_concurrency=10_000).remote(gen_spec, f.generators)
-        self.judges = [Judge.options(num_cpus=0, max_concurrency=64).remote(
-            cfg.tasks.root(), f.judge_timeout_s) for _ in range(f.judges)]
-        worker_cfg = msgspec.structs.replace(f.env_worker, library_root=cfg.tasks.root())
-        self.worker_cfg = worker_cfg
-        self.workers = [self.new_worker() for _ in range(f.env_workers)]
-        self.buffer = self.learner = None
+        self.pool = GeneratorPool.options(max_concurrency=10_000).remote(f.generator, f.generators, model_path)
+        self.judges = [Judge.options(num_cpus=0, max_concurrency=64).remote(f.judge_timeout_s)
+                       for _ in range(f.judges)]
+        self.worker_cfg = f.env_worker
+        self.env = EnvWorkers([self.new_worker() for _ in range(f.env_workers)], self.new_worker,
+                              f.env_worker.concurrency)
+        self.scheduler = Scheduler(self.env, max_attempts=cfg.rollout.max_attempts)
+        self.learner = None
         if with_learner:
-            self.buffer = TrajectoryBuffer.options(max_concurrency=1000).remote(cfg.buffer)
             if placement is not None:
                 self.learner = LearnerGroup.options(num_cpus=0).remote(model_path, cfg.learner, placement, learner_pg)
             else:
@@ -92,24 +92,28 @@ class Fabric:
                     model_path, cfg.learner, f.learner_threads)
         self.version = 0
 
+    @property
+    def workers(self) -> list[Any]:
+        """The env workers alive now."""
+        return self.env.live
+
     def new_worker(self) -> Any:
         return EnvWorker.options(num_cpus=self.worker_cfg.num_cpus, max_concurrency=1000).remote(
             self.worker_cfg, self.model_path, self.pool, self.judges)
 
     async def ready(self) -> dict[str, Any]:
-        import asyncio
-
-        modes = await asyncio.gather(*(w.ready.remote() for w in self.workers))
+        modes = await asyncio.gather(*(w.ready.remote() for w in self.env.live))
         await self.pool.ready.remote()
         return {"limits": sorted(set(modes)), "generators": self.cfg.fabric.generators,
-                "env_workers": len(self.workers), "judges": len(self.judges)}
+                "env_workers": len(self.env.live), "judges": len(self.judges)}
 
     async def close(self) -> None:
-        """Close the env workers' sandboxes, then kill this run's actors (generators and learner ranks
-        too), so a driver that keeps its Ray cluster (a notebook, a test session, a sweep) keeps no
-        idle actors. Dead actors are fine."""
-        await asyncio.gather(*(w.close.remote() for w in self.workers), return_exceptions=True)
-        handles = [*self.workers, *self.judges, self.buffer, self.learner]
+        """Stop the scheduler, close the env workers' sandboxes, then kill this run's actors
+        (generators and learner ranks too), so a driver that keeps its Ray cluster (a notebook, a test
+        session, a sweep) keeps no idle actors. Dead actors are fine."""
+        await self.scheduler.stop()
+        await asyncio.gather(*(w.close.remote() for w in self.env.live), return_exceptions=True)
+        handles = [*self.env.made, *self.judges, self.learner]
         try:
             handles += await self.pool.handles.remote()
         except ray.exceptions.RayError:
@@ -124,4 +128,3 @@ class Fabric:
         await self.pool.load_weights.remote(version, ref)
         self.version = version
         return version
-

@@ -26,31 +26,18 @@ from pathlib import Path
 import msgspec
 from rich.console import Console
 
-from launch.config import ConfigError, TrainConfig
 from launch.rollout_cache import RolloutCache, RolloutRecord, rollout_seed
 from launch.rollouts import (
     RolloutJob,
     RolloutRunner,
     check_model,
-    load_sections,
     outcome_settings,
     run_models,
 )
+from schema.config import FilterSettings, TrainConfig
+from schema.load import ConfigError, load_sections
 
 console = Console()
-
-
-class FilterSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """The `filter:` section of a config."""
-
-    model: str = ""  # "" = the config's model.path; "tiny" or a HF folder (e.g. a checkpoint's export)
-    harness: str = "ptc"
-    samples: int = 8  # k rollouts per task and scale
-    scales: list[str] = msgspec.field(default_factory=lambda: ["v0", "v1", "v2", "v3"])
-    low: float = 0.0  # keep when low < pass rate < high at every scale (both strict)
-    high: float = 0.8
-    out_dir: str = ""  # "" = <run.out_dir>/filter-<run.name>; fixed, so a re-run resumes
-    seed: int = 0  # base of the per-sample sampling seeds
 
 
 class TaskDecision(msgspec.Struct, frozen=True):
@@ -90,11 +77,11 @@ def out_dir(cfg: TrainConfig, st: FilterSettings) -> Path:
 
 
 def validate(st: FilterSettings) -> None:
-    from envs.library import SCALE_NAMES
     from rollout.harness import HARNESSES
+    from schema.records import SCALES
 
-    if st.harness not in HARNESSES or any(s not in SCALE_NAMES for s in st.scales) or not st.scales:
-        raise ConfigError(f"filter: harness must be one of {HARNESSES} and scales among {SCALE_NAMES}")
+    if st.harness not in HARNESSES or any(s not in SCALES for s in st.scales) or not st.scales:
+        raise ConfigError(f"filter: harness must be one of {HARNESSES} and scales among {SCALES}")
     if st.samples < 1 or not 0.0 <= st.low < st.high <= 1.0:
         raise ConfigError(f"filter: need samples >= 1 and 0 <= low < high <= 1 (got {st.samples}, {st.low}, "
                           f"{st.high})")
@@ -139,7 +126,7 @@ async def filter_tasks(cfg: TrainConfig, st: FilterSettings,
     model = st.model or cfg.model.path
     tasks = task_ids(cfg)
     # sample-major: an interrupted run has every (task, scale) at a similar count
-    todo = [RolloutJob(model, st.harness, t, s, k, rollout_seed(st.seed, t, s, k))
+    todo = [RolloutJob(model, st.harness, t, s, k, rollout_seed(st.seed, t, s, k), cfg.tasks.library_root)
             for k in range(st.samples) for t in tasks for s in st.scales]
     cache = RolloutCache(out / "rollouts.jsonl", outcome_settings(cfg))
     console.print(f"filter: {len(tasks)} task(s) × {len(st.scales)} scale(s) × k={st.samples} with {model} "

@@ -68,9 +68,9 @@ def cmd_check(args: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     """The Harbor tasks as an evaluation sweep (launch/eval.py) of one model and harness, on the actor
     fabric: generators, env workers, judges; rollouts cached in `--out`, so a re-run resumes."""
-    from launch.config import ConfigError
-    from launch.eval import SweepSettings, run_sweep, validate
-    from launch.rollouts import load_sections
+    from launch.eval import run_sweep, validate
+    from schema.config import SweepSettings
+    from schema.load import ConfigError, load_sections
 
     tasks, errors = _load(args.sources)
     if not tasks:

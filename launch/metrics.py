@@ -12,9 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from rollout.types import TERMINATIONS
-
-SCALES = ("v0", "v1", "v2", "v3")
+from schema.records import SCALES, TERMINATIONS
 
 
 def rollout_metrics(trajs: list[Any], prefix: str = "rollout") -> dict[str, float]:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from launch.metrics import SCALES, read_metrics
+from launch.metrics import read_metrics
+from schema.records import SCALES
 
 PLOTS = {
     "reward": [("rollout/reward", "reward"), ("rollout/score", "criterion score")],

@@ -10,7 +10,8 @@ from pathlib import Path
 import msgspec
 from rich.console import Console
 
-from envs.library import LIBRARY_DIR, SCALE_NAMES, load_library
+from envs.library import LIBRARY_DIR, load_library
+from schema.records import SCALES
 
 console = Console()
 
@@ -34,13 +35,14 @@ async def collect(args: argparse.Namespace) -> int:
     if teacher != "oracle" and not teacher.startswith("openai:"):  # before loading anything
         console.print(f"[red]error:[/] --teacher must be 'oracle' or 'openai:MODEL', got {teacher!r}")
         return 2
-    from envs.runtime.config import RuntimeConfig
     from envs.runtime.episode import Runtime
-    from envs.task_env import EnvironmentCache
-    from rollout.agent_loop import ChatRenderer, LoopLimits
-    from rollout.teacher import generator_trajectory, oracle_trajectory
+    from envs.task_env import EnvironmentCache, LibraryTaskEnv
+    from rollout.agent_loop import ChatRenderer
+    from rollout.episode import run_episode
+    from rollout.teacher import oracle_trajectory
     from rollout.tiny_model import build_tiny
     from rollout.tokenizer import load_tokenizer
+    from schema.config import LoopLimits, RuntimeConfig
 
     found, errors = load_library(args.root)
     for name, err in errors.items():
@@ -64,13 +66,12 @@ async def collect(args: argparse.Namespace) -> int:
             async def one(task, scale, i):
                 nonlocal kept, total
                 async with sem:
+                    env = LibraryTaskEnv(task, scale, cache)
                     if generator is None:
-                        traj = await oracle_trajectory(runtime, task, scale, args.harness, renderer, cache,
-                                                       sample_idx=i)
+                        traj = await oracle_trajectory(runtime, env, args.harness, renderer, sample_idx=i)
                     else:
-                        traj = await generator_trajectory(runtime, task, scale, args.harness, renderer, cache,
-                                                          generator, limits=LoopLimits(max_turns=args.max_turns),
-                                                          sample_idx=i)
+                        traj = await run_episode(env, runtime, generator, renderer, args.harness,
+                                                 limits=LoopLimits(max_turns=args.max_turns), sample_idx=i)
                 total += 1
                 if traj.score >= args.min_score:
                     kept += 1
@@ -99,7 +100,7 @@ def add_collect_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--teacher", default="oracle", help="oracle | openai:MODEL")
     parser.add_argument("--harness", choices=("ptc", "dtc", "hybrid"), default="ptc")
     parser.add_argument("--tasks", nargs="*", default=None)
-    parser.add_argument("--scales", default=",".join(SCALE_NAMES))
+    parser.add_argument("--scales", default=",".join(SCALES))
     parser.add_argument("--samples", type=int, default=1, help="trajectories per task and scale")
     parser.add_argument("--min-score", type=float, default=0.7)
     parser.add_argument("--max-turns", type=int, default=30)

@@ -1,37 +1,35 @@
 """Many judged rollouts of one model on the actor fabric: what difficulty filtering and evaluation
-sweeps share with training (same generators, env workers and judges, same config sections).
+sweeps share with training (same generators, env workers, judges and scheduler, same config sections).
 
     cfg, section = load_sections("configs/local.yaml", ["filter.samples=4"], "filter", FilterSettings)
     runner = await RolloutRunner.start(cfg, "tiny")
     failed = await runner.run(jobs, cache)        # jobs already in the cache are the caller's to skip
     await runner.close()
 
-Work is pulled, not pushed: each env worker gets `concurrency` consumers that take the next job
-from one queue, so adding env workers (`fabric.env_workers`) or generators (`fabric.generators`)
-adds throughput without any scheduling rule. A job whose worker dies goes back to the queue for
-another worker; a job that fails `max_attempts` times is returned as failed (never cached). An
-episode that ends with `generator_error` counts as a failure too: an endpoint outage or a broken
-generator is not the model's score, and a re-run tries those jobs again.
-Every finished rollout is written to the cache at once, so stopping at any point loses only the
-rollouts in flight.
+The episodes run through the fabric's scheduler (actors/scheduler.py: its retry policy, its
+replacement of dead env workers), in the jobs' order. What counts against a sweep or a filter: a
+job that fails for good (its generator failed `max_attempts` times, its environment would not open,
+workers died under it) is returned as failed and never cached, because an endpoint outage or a
+broken generator is not the model's score; a re-run tries those jobs again. A verifier error is a
+verdict, cached with reward 0. Every finished rollout is written to the cache at once, so stopping at
+any point loses only the rollouts in flight.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import time
-from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
 import msgspec
 
-from actors.generator_pool import API_PREFIX
-from launch.config import ConfigError, TrainConfig
+from actors.scheduler import EpisodeOutcome
 from launch.rollout_cache import Key, RolloutCache, RolloutRecord, settings_digest
-from launch.yaml_config import decode, read_tree
+from schema.config import API_PREFIX, TrainConfig
+from schema.load import ConfigError
+from schema.records import EpisodeRequest, HarborRef, TaskRef
 
 log = logging.getLogger(__name__)
 
@@ -45,19 +43,16 @@ class RolloutJob(msgspec.Struct, frozen=True):
     scale: str
     sample: int
     seed: int
+    library: str = ""  # the task library (TaskMix.library_root)
     harbor_path: str | None = None  # an imported Harbor task's folder (task = its name, scale = "harbor")
 
     def key(self) -> Key:
         return (self.model, self.harness, self.task, self.scale, self.sample)
 
-
-def load_sections(path: str | Path | None, overrides: list[str] | None, section: str,
-                  cls: type[S]) -> tuple[TrainConfig, S]:
-    """The training config (fabric, tasks, model, W&B, Ray) plus one extra top-level section of the
-    same YAML file; `section.key=value` overrides reach the extra section."""
-    tree = read_tree(path, overrides)
-    extra = tree.pop(section, None) or {}
-    return decode(tree, TrainConfig, path), decode(extra, cls, path, section)
+    def request(self) -> EpisodeRequest:
+        env = HarborRef(self.harbor_path) if self.harbor_path else TaskRef(self.task, self.scale, self.library)
+        return EpisodeRequest(env=env, group_id=f"{self.model}/{self.harness}/{self.task}/{self.scale}",
+                              sample_idx=self.sample, harness=self.harness, seed=self.seed)
 
 
 def outcome_settings(cfg: TrainConfig) -> str:
@@ -117,66 +112,39 @@ class RolloutRunner:
         return runner
 
     async def run(self, jobs: list[RolloutJob], cache: RolloutCache,
-                  on_record: Callable[[RolloutRecord], None] | None = None,
-                  max_attempts: int = 3) -> list[RolloutJob]:
-        """Run `jobs` across the env workers, caching each result; returns the jobs that failed."""
-        import ray
-
-        from actors.env_worker import EpisodeRequest
-
-        queue: asyncio.Queue[RolloutJob] = asyncio.Queue()
-        for job in jobs:
-            queue.put_nowait(job)
-        attempts: Counter[Key] = Counter()
+                  on_record: Callable[[RolloutRecord], None] | None = None) -> list[RolloutJob]:
+        """Run `jobs` through the scheduler, caching each result; returns the jobs that failed."""
+        loop = asyncio.get_running_loop()
         failed: list[RolloutJob] = []
-        alive = list(self.fabric.workers)
-        per_worker = max(1, self.fabric.worker_cfg.concurrency)
 
-        def retry(job: RolloutJob, why: str) -> None:
-            log.warning("rollout %s failed%s", job.key(), why)
-            attempts[job.key()] += 1
-            if attempts[job.key()] < max_attempts:
-                queue.put_nowait(job)
-            else:
+        def done(job: RolloutJob, out: EpisodeOutcome, fut: asyncio.Future) -> None:
+            self.requests += out.attempts + out.worker_deaths + (out.trajectory is not None)
+            if out.trajectory is None:
+                log.warning("rollout %s failed (%s): %s", job.key(), out.failure, out.detail)
                 failed.append(job)
-
-        async def consume(worker: Any) -> None:
-            while not queue.empty():
-                job = queue.get_nowait()
-                req = EpisodeRequest(task_id=job.task, scale=job.scale, harness=job.harness,
-                                     group_id=f"{job.model}/{job.harness}/{job.task}/{job.scale}",
-                                     sample_idx=job.sample, seed=job.seed, harbor_path=job.harbor_path)
-                self.requests += 1
-                t0 = time.perf_counter()
-                ref = worker.run.remote(req)
-                try:
-                    traj = await ref
-                except asyncio.CancelledError:
-                    ray.cancel(ref)
-                    raise
-                except Exception as exc:  # noqa: BLE001 - retried (elsewhere if the worker died), then failed
-                    worker_died = isinstance(exc, ray.exceptions.RayActorError
-                                             | ray.exceptions.ActorUnavailableError)
-                    retry(job, f"{' (its env worker died)' if worker_died else ''}: {exc}")
-                    if worker_died:
-                        if worker in alive:
-                            alive.remove(worker)
-                        return
-                    continue
-                if traj.termination == "generator_error":
-                    retry(job, f": the generator failed: {await self._generator_error()}")
-                    continue
-                rec = RolloutRecord.from_trajectory(traj, job.model, cache.settings, job.seed,
-                                                    time.perf_counter() - t0)
+            else:
+                rec = RolloutRecord.from_trajectory(out.trajectory, job.model, cache.settings, job.seed,
+                                                    out.trajectory.metrics.get("episode_s", 0.0))
                 cache.add(rec)
                 self.done += 1
                 if on_record is not None:
                     on_record(rec)
+            if not fut.done():
+                fut.set_result(None)
 
-        while not queue.empty() and alive:
-            await asyncio.gather(*(consume(w) for w in list(alive) for _ in range(per_worker)))
-        while not queue.empty():
-            failed.append(queue.get_nowait())
+        futures, tokens = [], []
+        scheduler = self.fabric.scheduler
+        for i, job in enumerate(jobs):
+            fut = loop.create_future()
+            futures.append(fut)
+            tokens.append(scheduler.submit(job.request(), lambda out, j=job, f=fut: done(j, out, f), priority=i))
+        try:
+            await asyncio.gather(*futures)
+        except asyncio.CancelledError:  # interrupted: what is still queued or running is not wanted
+            scheduler.cancel(tokens)
+            raise
+        if failed and any(j.harbor_path is None for j in failed):
+            log.warning("the generator pool's last error: %s", await self._generator_error())
         return failed
 
     async def _generator_error(self) -> str:

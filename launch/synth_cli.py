@@ -38,7 +38,7 @@ def _table(summary) -> Table:
 def cmd_run(args: argparse.Namespace) -> int:
     import uvloop
 
-    from synth.config import ConfigError, load_synth_config
+    from schema.synth import ConfigError, load_synth_config
     from synth.pipeline import Pipeline
 
     try:

@@ -12,7 +12,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from envs.library import LIBRARY_DIR, SCALE_NAMES, Task, TaskLoadError, get_task, load_library, load_task
+from envs.library import LIBRARY_DIR, Task, TaskLoadError, get_task, load_library, load_task
+from schema.records import SCALES
 
 console = Console()
 
@@ -127,7 +128,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     p.set_defaults(tasks_run=cmd_show)
     p = sub.add_parser("build", help="build a task's environment at one scale")
     p.add_argument("task")
-    p.add_argument("--scale", choices=SCALE_NAMES, required=True)
+    p.add_argument("--scale", choices=SCALES, required=True)
     p.add_argument("out")
     p.set_defaults(tasks_run=cmd_build)
     p = sub.add_parser("validate", help="prove each task's claims through the sandboxed runtime")
@@ -138,7 +139,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     p.set_defaults(tasks_run=cmd_validate)
     p = sub.add_parser("export-harbor", help="write a task at one scale as a Harbor task")
     p.add_argument("task")
-    p.add_argument("--scale", choices=SCALE_NAMES, required=True)
+    p.add_argument("--scale", choices=SCALES, required=True)
     p.add_argument("out")
     p.set_defaults(tasks_run=cmd_export)
     p = sub.add_parser("context-report", help="DTC vs PTC context tokens of the oracles, per task and scale")

@@ -4,9 +4,17 @@
     progagent sft --config configs/local.yaml          # the cold-start stage alone
     ray job submit --working-dir . -- python -m launch.train --config configs/paper-8x8-h200.yaml
 
-The data path (DESIGN.md §2): env workers run episodes against the generator pool and judges →
-the buffer groups them → the learner takes complete, fresh-enough groups, takes a GSPO step and
-publishes version + 1 → generators load it while rollouts keep going.
+The data path (DESIGN.md §2), which `_loop` reads as: the rollout manager (actors/rollout_manager.py)
+keeps env workers busy with groups within the staleness bound → a step takes the next
+`groups_per_step` complete groups → the learner takes a GSPO step and publishes version + 1 →
+generators load it while rollouts keep going → the manager is told, and admits the next step's
+groups. A trajectory passes through this process once, from its env worker to the learner.
+
+Which failures count against training (actors/scheduler.py has the policy): an episode that fails
+for good (its generator, its environment, or env workers dying under it `max_attempts` times) fails
+its group, which is not trained on and frees its slot; a verifier error is a verdict (reward 0,
+counted in `rollout/verifier_errors`). A step that does not get its groups within
+`train.step_timeout_s` ends the run with a checkpoint.
 """
 
 from __future__ import annotations
@@ -14,65 +22,79 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sys
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import msgspec
 import ray
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    SpinnerColumn,
-    TextColumn,
-    TimeElapsedColumn,
-)
 
-from launch.config import ConfigError, TrainConfig, load_config
-from launch.dispatch import RolloutDispatcher, TaskSampler
+from actors.rollout_manager import RolloutManager, TaskSampler
+from actors.scheduler import EpisodeOutcome
 from launch.fabric import Fabric, init_ray, resolve_model, task_ids
 from launch.metrics import MetricsLog, rollout_metrics
+from schema.config import TrainConfig
+from schema.load import ConfigError, load_config
+from schema.records import EpisodeRequest, TaskRef, Trajectory
 
 console = Console()
 
 
-async def teacher_data(fabric: Fabric, cfg: TrainConfig, tasks: list[str]) -> list:
-    if cfg.sft.teacher != "oracle":
-        from rollout.types import Trajectory
+def _scales(cfg: TrainConfig) -> list[str]:
+    return [s for s, w in cfg.tasks.scales.items() if w > 0]
 
+
+def _outcomes(outcomes: list[EpisodeOutcome], what: str) -> list[Trajectory]:
+    failed = [o for o in outcomes if o.trajectory is None]
+    if failed:
+        console.print(f"[yellow]{what}: {len(failed)} of {len(outcomes)} episodes failed[/] "
+                      f"(first: {failed[0].failure}: {failed[0].detail[:200]})")
+    return [o.trajectory for o in outcomes if o.trajectory is not None]
+
+
+async def teacher_data(fabric: Fabric, cfg: TrainConfig, tasks: list[str]) -> list[Trajectory]:
+    """SFT data: a JSONL of teacher trajectories, or each task's oracle at every scale through the
+    harness (failed episodes are left out; scores below sft.min_score too)."""
+    if cfg.sft.teacher != "oracle":
         decoder = msgspec.json.Decoder(Trajectory)
         return [decoder.decode(line) for line in Path(cfg.sft.teacher).read_bytes().splitlines() if line.strip()]
-    scales = [s for s, w in cfg.tasks.scales.items() if w > 0]
-    jobs = [(t, s) for t in tasks for s in scales]
-    workers = fabric.workers
-    trajs = await asyncio.gather(*(workers[i % len(workers)].oracle.remote(t, s, cfg.fabric.env_worker.harness)
-                                   for i, (t, s) in enumerate(jobs)))
+    lib, harness = cfg.tasks.library_root, cfg.fabric.env_worker.harness
+    reqs = [EpisodeRequest(env=TaskRef(t, s, lib), group_id=f"oracle-{t}-{s}", sample_idx=0, harness=harness,
+                           driver="oracle") for t in tasks for s in _scales(cfg)]
+    trajs = _outcomes(await fabric.scheduler.run_all(reqs), "SFT teacher")
     return [t for t in trajs if t.score >= cfg.sft.min_score]
 
 
 async def evaluate(fabric: Fabric, cfg: TrainConfig, tasks: list[str], tag: str) -> dict[str, float]:
-    from actors.env_worker import EpisodeRequest
-
-    scales = [s for s, w in cfg.tasks.scales.items() if w > 0]
+    """eval.samples episodes per (task, scale) at eval.temperature; failed episodes are counted
+    (`eval_<tag>/failed`), not scored. The same seeds before and after training."""
+    lib, harness = cfg.tasks.library_root, cfg.fabric.env_worker.harness
     # one seed per (task, scale, sample): the instruction is the same at every scale, so a seed shared
-    # across scales would draw the same first turn everywhere; the same seeds before and after training
-    reqs = [EpisodeRequest(task_id=t, scale=s, group_id=f"eval-{tag}-{t}-{s}", sample_idx=k,
-                           harness=cfg.fabric.env_worker.harness, seed=10_000 + 1_000 * i + 100 * j + k)
-            for i, t in enumerate(tasks) for j, s in enumerate(scales) for k in range(cfg.eval.samples)]
-    workers = fabric.workers
-    trajs = await asyncio.gather(*(workers[i % len(workers)].run.remote(r) for i, r in enumerate(reqs)))
-    return rollout_metrics(list(trajs), prefix=f"eval_{tag}")
+    # across scales would draw the same first turn everywhere
+    reqs = [EpisodeRequest(env=TaskRef(t, s, lib), group_id=f"eval-{tag}-{t}-{s}", sample_idx=k, harness=harness,
+                           seed=10_000 + 1_000 * i + 100 * j + k, temperature=cfg.eval.temperature)
+            for i, t in enumerate(tasks) for j, s in enumerate(_scales(cfg)) for k in range(cfg.eval.samples)]
+    outcomes = await fabric.scheduler.run_all(reqs)
+    trajs = _outcomes(outcomes, f"evaluation {tag}")
+    return rollout_metrics(trajs, prefix=f"eval_{tag}") | {f"eval_{tag}/failed": float(len(outcomes) - len(trajs))}
 
 
-def _reward_view(groups: list[list], reward: str) -> list[list]:
+def _reward_view(groups: list[list[Trajectory]], reward: str) -> list[list[Trajectory]]:
     if reward == "binary":
         return groups
     return [[msgspec.structs.replace(t, reward=t.score) for t in g] for g in groups]
 
 
-async def train(cfg: TrainConfig, resume: str | None = None, sft_only: bool = False) -> Path:
+#: called after each GSPO step with (step, fabric, manager): to watch a run from a notebook, or to inject
+#: a fault at a chosen step (tests/test_train_driver.py kills an env worker)
+OnStep = Callable[[int, Fabric, RolloutManager], Awaitable[None]]
+
+
+async def train(cfg: TrainConfig, resume: str | None = None, sft_only: bool = False,
+                on_step: OnStep | None = None) -> Path:
     out = Path(cfg.run.out_dir) / f"{cfg.run.name}-{time.strftime('%Y%m%d-%H%M%S')}"
     out.mkdir(parents=True, exist_ok=True)
     (out / "config.json").write_bytes(msgspec.json.format(msgspec.json.encode(cfg), indent=2))
@@ -81,83 +103,87 @@ async def train(cfg: TrainConfig, resume: str | None = None, sft_only: bool = Fa
     tasks = task_ids(cfg)
     fabric = Fabric(cfg, resolve_model(cfg))
     try:
-        return await _run(fabric, cfg, tasks, log, out, resume, sft_only)
+        console.print(f"[bold]fabric ready[/]: {await fabric.ready()}; run folder {out}")
+        manager = RolloutManager(fabric.scheduler, TaskSampler(tasks, cfg.tasks.scales, cfg.run.seed), cfg.rollout,
+                                 cfg.train.groups_per_step, harness=cfg.fabric.env_worker.harness,
+                                 library=cfg.tasks.library_root, seed=cfg.run.seed)
+        step = await restore(fabric, manager, Path(resume)) if resume else 0
+        if cfg.sft.enabled and resume is None:
+            await cold_start(fabric, cfg, tasks, log)
+        manager.set_version(await fabric.publish())
+        if not sft_only:
+            if cfg.eval.before and resume is None:
+                log.log("eval", 0, await evaluate(fabric, cfg, tasks, "before"))
+            await _loop(fabric, manager, cfg, log, out, step, on_step)
+        if cfg.eval.after:
+            log.log("eval", cfg.train.steps, await evaluate(fabric, cfg, tasks, "after"))
+        await fabric.learner.export_hf.remote(str(out / "model"))
     finally:
+        log.close()
         await fabric.close()
+    from launch.report import write_report
+
+    write_report(out)
+    console.print(f"[bold green]done[/]: {out} (model: {out / 'model'})")
+    return out
 
 
-async def _run(fabric: Fabric, cfg: TrainConfig, tasks: list[str], log: MetricsLog, out: Path, resume: str | None,
-               sft_only: bool) -> Path:
-    info = await fabric.ready()
-    console.print(f"[bold]fabric ready[/]: {info}; run folder {out}")
-    t_start = time.time()
+async def cold_start(fabric: Fabric, cfg: TrainConfig, tasks: list[str], log: MetricsLog) -> None:
+    data = await teacher_data(fabric, cfg, tasks)
+    if not data:
+        raise RuntimeError("no teacher trajectory reached sft.min_score: nothing to train SFT on")
+    history = await fabric.learner.sft.remote(data)
+    for i, h in enumerate(history):
+        log.log("sft", i, h)
+    console.print(f"SFT on {len(data)} teacher trajectories: loss {history[0]['sft_loss']:.3f} → "
+                  f"{history[-1]['sft_loss']:.3f} ({len(history)} steps)")
 
-    if cfg.sft.enabled and resume is None:
-        data = await teacher_data(fabric, cfg, tasks)
-        history = await fabric.learner.sft.remote(data)
-        for i, h in enumerate(history):
-            log.log("sft", i, h)
-        console.print(f"SFT on {len(data)} teacher trajectories: loss {history[0]['sft_loss']:.3f} → "
-                      f"{history[-1]['sft_loss']:.3f} ({len(history)} steps)")
-    if sft_only:
-        await fabric.publish()
-        return await finish(fabric, cfg, tasks, log, out, t_start, step=0)
-    start_step = 0
-    dispatcher = RolloutDispatcher(fabric.workers, fabric.buffer, TaskSampler(tasks, cfg.tasks.scales, cfg.run.seed),
-                                   cfg.buffer.group_size, cfg.train.groups_per_step, cfg.buffer.max_staleness,
-                                   cfg.fabric.env_worker.harness, cfg.run.seed)
-    if resume is not None:
-        start_step = await restore(fabric, dispatcher, Path(resume))
-    version = await fabric.publish()
-    dispatcher.set_version(version)
-    if cfg.eval.before and resume is None:
-        log.log("eval", 0, await evaluate(fabric, cfg, tasks, "before"))
 
+async def _loop(fabric: Fabric, manager: RolloutManager, cfg: TrainConfig, log: MetricsLog, out: Path,
+                step: int, on_step: OnStep | None = None) -> None:
+    """GSPO steps from `step` to train.steps; a checkpoint every train.checkpoint_every and at the end."""
     await fabric.pool.reset_stats.remote()
-    dispatcher.start()
-    done = start_step
-    progress = Progress(SpinnerColumn(), TextColumn("[bold]GSPO[/]"), BarColumn(), MofNCompleteColumn(),
-                        TextColumn("{task.description}"), TimeElapsedColumn(), console=console)
-    bar = progress.add_task("", total=cfg.train.steps, completed=start_step)
-    progress.start()
-    for step in range(start_step, cfg.train.steps):
-        t0 = time.time()
-        groups = await fabric.buffer.take.remote(cfg.train.groups_per_step, version, cfg.train.step_timeout_s)
-        if not groups:
-            console.print("[red]no complete groups arrived in time; stopping[/]")
-            break
-        wait_s = time.time() - t0
-        metrics = await fabric.learner.train_step.remote(_reward_view(groups, cfg.train.reward))
-        version = await fabric.publish()
-        dispatcher.set_version(version)
-        trajs = [t for g in groups for t in g]
-        if cfg.run.save_rollouts:
-            save_rollouts(out / "rollouts.jsonl", step + 1, trajs)
-        staleness = [version - 1 - t.policy_version for t in trajs]
-        pool = await fabric.pool.stats.remote()
-        row = metrics | rollout_metrics(trajs) | {
-            "staleness_mean": sum(staleness) / len(staleness), "staleness_max": float(max(staleness)),
-            "step_s": time.time() - t0, "wait_for_data_s": wait_s,
-            "generator_busy": sum(pool["busy_fraction"]) / len(pool["busy_fraction"]),
-            "trajectories_per_min": dispatcher.counters["episodes_done"] / max(1e-9, time.time() - t_start) * 60,
-            **{f"buffer/{k}": float(v) for k, v in (await fabric.buffer.stats.remote()).items()},
-            **{f"dispatch/{k}": float(v) for k, v in dispatcher.counters.items()}}
-        log.log("train", step + 1, row)
-        done = step + 1
-        progress.console.print(f"step {step + 1}/{cfg.train.steps}: reward {row['rollout/reward']:.3f} "
-                               f"score {row['rollout/score']:.3f} loss {metrics.get('loss', 0):.4f} "
-                               f"staleness {row['staleness_mean']:.2f} ({row['step_s']:.1f} s)")
-        progress.update(bar, advance=1, description=f"reward {row['rollout/reward']:.2f} · "
-                        f"{row['trajectories_per_min']:.0f} traj/min · generators busy {row['generator_busy']:.0%}")
-        if cfg.train.checkpoint_every and (step + 1) % cfg.train.checkpoint_every == 0:
-            await checkpoint(fabric, dispatcher, out / "checkpoint", step + 1)
-    progress.stop()
-    await dispatcher.stop()
-    await checkpoint(fabric, dispatcher, out / "checkpoint", done)
-    return await finish(fabric, cfg, tasks, log, out, t_start, step=cfg.train.steps)
+    manager.start()
+    t_start, episodes_at_start = time.time(), manager.counters["episodes_done"]
+    try:
+        while step < cfg.train.steps:
+            t0 = time.time()
+            groups = await manager.take(cfg.train.groups_per_step, cfg.train.step_timeout_s)
+            if len(groups) < cfg.train.groups_per_step:
+                console.print(f"[red]step {step + 1} got {len(groups)} of {cfg.train.groups_per_step} groups within "
+                              f"train.step_timeout_s ({cfg.train.step_timeout_s:.0f} s); stopping[/]")
+                break
+            wait_s = time.time() - t0
+            metrics = await fabric.learner.train_step.remote(_reward_view(groups, cfg.train.reward))
+            manager.updated(await fabric.publish())
+            step += 1
+            trajs = [t for g in groups for t in g]
+            if cfg.run.save_rollouts:
+                save_rollouts(out / "rollouts.jsonl", step, trajs)
+            staleness = [manager.version - 1 - t.policy_version for t in trajs]
+            pool = await fabric.pool.stats.remote()
+            done = manager.counters["episodes_done"] - episodes_at_start
+            row = metrics | rollout_metrics(trajs) | {
+                "staleness_mean": sum(staleness) / len(staleness), "staleness_max": float(max(staleness)),
+                "step_s": time.time() - t0, "wait_for_data_s": wait_s,
+                "generator_busy": sum(pool["busy_fraction"]) / len(pool["busy_fraction"]),
+                "trajectories_per_min": done / max(1e-9, time.time() - t_start) * 60,
+                **{f"rollout/{k}": float(v) for k, v in manager.stats().items()}}
+            log.log("train", step, row)
+            console.print(f"step {step}/{cfg.train.steps}: reward {row['rollout/reward']:.3f} "
+                          f"score {row['rollout/score']:.3f} loss {metrics.get('loss', 0):.4f} "
+                          f"staleness {row['staleness_mean']:.2f} in flight {manager.in_flight} "
+                          f"({row['step_s']:.1f} s)")
+            if cfg.train.checkpoint_every and step % cfg.train.checkpoint_every == 0:
+                await checkpoint(fabric, manager, out / "checkpoint", step)
+            if on_step is not None:
+                await on_step(step, fabric, manager)
+    finally:
+        await checkpoint(fabric, manager, out / "checkpoint", step)
+        manager.stop()
 
 
-def save_rollouts(path: Path, step: int, trajs: list) -> None:
+def save_rollouts(path: Path, step: int, trajs: list[Trajectory]) -> None:
     """What the model did, readable: one JSON line per trajectory without its token ids."""
     with path.open("ab") as f:
         for t in trajs:
@@ -167,45 +193,26 @@ def save_rollouts(path: Path, step: int, trajs: list) -> None:
             f.write(msgspec.json.encode({"step": step, **row}) + b"\n")
 
 
-async def finish(fabric: Fabric, cfg: TrainConfig, tasks: list[str], log: MetricsLog, out: Path, t_start: float,
-                 step: int) -> Path:
-    """Evaluation after, the trained model as a Hugging Face folder (for `progagent eval`, vLLM),
-    plots and the report."""
-    if cfg.eval.after:
-        log.log("eval", step, await evaluate(fabric, cfg, tasks, "after"))
-    await fabric.learner.export_hf.remote(str(out / "model"))
-    log.close()
-    from launch.report import write_report
-
-    write_report(out)
-    console.print(f"[bold green]done[/] in {time.time() - t_start:.0f} s: {out} (model: {out / 'model'})")
-    return out
+def _write(path: Path, data: bytes) -> None:
+    """Replace `path` whole or not at all (a run killed mid-write keeps the previous checkpoint)."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
 
 
-class _BufferKeys(msgspec.Struct):
-    """The part of a buffer state (actors.buffer.BufferState) a checkpoint reads back: the keys of
-    every trajectory filed. Decoding only it skips the trajectories themselves."""
-
-    seen: list[tuple[str, int]]
-
-
-async def checkpoint(fabric: Fabric, dispatcher: RolloutDispatcher, path: Path, step: int) -> None:
+async def checkpoint(fabric: Fabric, manager: RolloutManager, path: Path, step: int) -> None:
+    """The learner at `step`, and the manager's one state (every sample not yet trained on, with the
+    requests still running), taken at one instant."""
     path.mkdir(parents=True, exist_ok=True)
     await fabric.learner.save.remote(str(path / "learner"))
-    state = dispatcher.state()  # before the buffer's: see RolloutDispatcher.state
-    buffered = await fabric.buffer.state.remote()
-    seen = {(gid, idx) for gid, idx in msgspec.msgpack.decode(buffered, type=_BufferKeys).seen}
-    driver = {"step": step, "dispatcher": RolloutDispatcher.drop_buffered(state, seen)}
-    (path / "buffer.msgpack").write_bytes(buffered)
-    (path / "driver.json").write_text(json.dumps(driver))
+    _write(path / "rollouts.msgpack", manager.state())
+    _write(path / "driver.json", json.dumps({"step": step}).encode())
 
 
-async def restore(fabric: Fabric, dispatcher: RolloutDispatcher, path: Path) -> int:
+async def restore(fabric: Fabric, manager: RolloutManager, path: Path) -> int:
     await fabric.learner.load.remote(str(path / "learner"))
-    await fabric.buffer.load_state.remote((path / "buffer.msgpack").read_bytes())
-    driver = json.loads((path / "driver.json").read_text())
-    dispatcher.load_state(driver["dispatcher"])
-    return driver["step"]
+    manager.load_state((path / "rollouts.msgpack").read_bytes())
+    return json.loads((path / "driver.json").read_text())["step"]
 
 
 def run(args: argparse.Namespace, sft_only: bool = False) -> int:

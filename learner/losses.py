@@ -26,7 +26,7 @@ from typing import Any
 
 import torch
 
-from learner.config import PolicyLossConfig  # noqa: F401 - the loss functions' knobs, kept importable from here
+from schema.config import PolicyLossConfig  # noqa: F401 - the loss functions' knobs, kept importable from here
 
 LossFn = Callable[..., tuple[torch.Tensor, dict[str, float]]]
 LOSSES: dict[str, LossFn] = {}

@@ -44,8 +44,8 @@ import numpy as np
 import torch
 
 from learner.batch import PackedRow, Sample, pack, rl_samples
-from learner.config import LearnerConfig
 from learner.losses import get_loss, token_logprobs
+from schema.config import LearnerConfig
 
 
 def _apply_cpu_patches() -> None:

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from learner.batch import Sample, sample_from_trajectory
-from learner.config import SFTConfig
+from schema.config import SFTConfig
 
 
 def sft_samples(trajectories: list[Any]) -> list[Sample]:

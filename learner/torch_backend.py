@@ -26,8 +26,8 @@ import numpy as np
 import torch
 
 from learner.batch import PackedRow, Sample, pack, rl_samples
-from learner.config import LearnerConfig
 from learner.losses import get_loss, token_logprobs
+from schema.config import LearnerConfig
 
 #: a row without loss tokens: what a rank with fewer rows runs so that every rank runs as many passes
 _EMPTY_ROW = PackedRow(input_ids=[0, 0], position_ids=[0, 1], targets=[0, 0], mask=[0, 0], behaviour=[0.0, 0.0],

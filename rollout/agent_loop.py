@@ -26,14 +26,8 @@ from rollout.generators.base import Generator, GeneratorError
 from rollout.harness import Harness
 from rollout.parser import parse_turn, strip_think
 from rollout.program_features import FEATURES, program_features
-from rollout.types import Generation, SamplingParams, Trajectory, Turn
-
-
-class LoopLimits(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    max_turns: int = 30
-    max_context_tokens: int = 32_768
-    max_new_tokens: int = 1024
-    max_calls_per_turn: int = 1
+from schema.config import LoopLimits
+from schema.records import Generation, SamplingParams, Trajectory, Turn
 
 
 class ChatRenderer:
@@ -115,8 +109,11 @@ async def _generate(generator: Generator, renderer: ChatRenderer, ids: list[int]
 
 async def run_agent(generator: Generator, renderer: ChatRenderer, episode: Episode, harness: Harness,
                     instruction: str, *, task_id: str, scale: str, group_id: str = "", sample_idx: int = 0,
-                    limits: LoopLimits | None = None, sampling: SamplingParams | None = None) -> Trajectory:
-    """Drive one episode to a final answer or a limit. Never raises for what the model does."""
+                    limits: LoopLimits | None = None, sampling: SamplingParams | None = None,
+                    deadline: float | None = None) -> Trajectory:
+    """Drive one episode to a final answer or a limit. Never raises for what the model does.
+    `deadline` (time.monotonic()): the loop's wall clock; no turn starts past it ("time_limit") and no
+    program runs past it."""
     limits = limits or LoopLimits()
     sampling = sampling or SamplingParams()
     specs = harness.tools(episode.tools())
@@ -136,6 +133,9 @@ async def run_agent(generator: Generator, renderer: ChatRenderer, episode: Episo
         logprobs.extend(lps if lps is not None else [0.0] * len(new))
 
     for _ in range(limits.max_turns):
+        if deadline is not None and time.monotonic() >= deadline:
+            termination = "time_limit"
+            break
         budget = min(limits.max_new_tokens, limits.max_context_tokens - len(ids))
         if budget < 1:
             termination = "context_limit"
@@ -172,7 +172,8 @@ async def run_agent(generator: Generator, renderer: ChatRenderer, episode: Episo
         for call in parsed.calls:
             turn.calls.append({"name": call.name, "arguments": call.arguments})
             try:
-                out, calls, error = await harness.execute(episode, call)
+                left = None if deadline is None else max(0.0, deadline - time.monotonic())
+                out, calls, error = await harness.execute(episode, call, left)
             except Exception as exc:  # noqa: BLE001 - a broken environment ends the episode, recorded
                 turn.errors.append(f"env: {type(exc).__name__}: {exc}")
                 termination = "env_error"

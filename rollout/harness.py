@@ -14,7 +14,7 @@ from typing import Any
 from envs.runtime import ptc_tool
 from envs.runtime.episode import Episode
 from rollout.parser import ParsedCall
-from rollout.types import ToolCallSummary
+from schema.records import ToolCallSummary
 
 HARNESSES = ("dtc", "ptc", "hybrid")
 
@@ -66,14 +66,17 @@ class Harness:
     def schemas(specs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
         return {s["function"]["name"]: s["function"]["parameters"] for s in specs}
 
-    async def execute(self, episode: Episode, call: ParsedCall) -> tuple[str, list[ToolCallSummary], str | None]:
-        """Run one parsed call; returns (observation text, tool calls made, error or None)."""
+    async def execute(self, episode: Episode, call: ParsedCall,
+                      time_left: float | None = None) -> tuple[str, list[ToolCallSummary], str | None]:
+        """Run one parsed call; returns (observation text, tool calls made, error or None). A program
+        runs for at most `program_timeout_s`, or `time_left` of the episode when that is less."""
         if call.name == ptc_tool.NAME:
             code = call.arguments.get("code")
             if not isinstance(code, str):
                 return ("Error: programmatic_tool_call needs `code`, a string of Python source.", [],
                         "bad_program_argument")
-            result = await episode.run_program(code, timeout_s=self.program_timeout_s)
+            timeout = self.program_timeout_s if time_left is None else min(self.program_timeout_s, time_left)
+            result = await episode.run_program(code, timeout_s=timeout)
             calls = [ToolCallSummary(tool=c.tool, ok=c.ok, source="program", result_chars=c.result_chars)
                      for c in result.tool_calls]
             return result.text, calls, (f"program_{result.error_name or 'timeout'}" if result.is_error else None)

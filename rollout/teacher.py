@@ -4,7 +4,8 @@ The oracle teacher turns a task's oracle into trajectories that go through the r
 runtime and task server, so the SFT data has exactly the token layout RL will see:
 - PTC (and Hybrid): one `programmatic_tool_call` per oracle cell, then the oracle's final answer;
 - DTC: the same tool calls one per turn, taken from the PTC run's call log, then the final answer.
-An API teacher (`openai:MODEL`) drives the same loop through the OpenAI-compatible backend.
+An API teacher (`openai:MODEL`) drives the same loop (rollout/episode.run_episode) through the
+OpenAI-compatible backend.
 Trajectories are kept when their criterion score reaches `min_score` (0.7 in the paper).
 """
 
@@ -13,13 +14,16 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from envs.library import Task, split_cells
+import msgspec
+
+from envs.library import split_cells
 from envs.runtime.episode import Episode, Runtime
-from envs.task_env import EnvironmentCache, judge_episode, open_task_episode
-from rollout.agent_loop import ChatRenderer, LoopLimits, run_agent
+from envs.task_env import LibraryTaskEnv
+from rollout.agent_loop import ChatRenderer
+from rollout.episode import run_episode
 from rollout.generators.scripted import ScriptedGenerator
-from rollout.harness import Harness
-from rollout.types import SamplingParams, Trajectory
+from schema.config import LoopLimits
+from schema.records import SamplingParams, Trajectory
 
 READ_ANSWER = "print(final_answer)"
 
@@ -45,16 +49,16 @@ class _AnswerAfterScript(ScriptedGenerator):
         return await super().generate(prompt_token_ids, sampling)
 
 
-async def oracle_trajectory(runtime: Runtime, task: Task, scale: str, harness: str, renderer: ChatRenderer,
-                            cache: EnvironmentCache, limits: LoopLimits | None = None,
-                            group_id: str = "", sample_idx: int = 0, transport: str | None = None) -> Trajectory:
+async def oracle_trajectory(runtime: Runtime, env: LibraryTaskEnv, harness: str, renderer: ChatRenderer,
+                            limits: LoopLimits | None = None, group_id: str = "", sample_idx: int = 0) -> Trajectory:
+    """The task's oracle as a judged trajectory through `harness` (module docstring)."""
     limits = limits or LoopLimits(max_turns=400, max_context_tokens=1 << 20, max_new_tokens=1 << 14,
                                   max_calls_per_turn=1)
-    cells = split_cells(task.oracle_source)
+    cells = split_cells(env.task.oracle_source)
     answer: str | None = None
     if harness == "dtc":
         # the calls the oracle makes, then the same calls one per turn in a fresh episode
-        probe = await open_task_episode(runtime, task, scale, cache, transport)
+        probe = await env.open(runtime)
         try:
             for cell in cells:
                 await probe.run_program(cell)
@@ -65,30 +69,17 @@ async def oracle_trajectory(runtime: Runtime, task: Task, scale: str, harness: s
         replies = [call_text(name, args) for name, args in calls]
     else:
         replies = [call_text("programmatic_tool_call", {"code": cell}) for cell in cells]
-    return await generator_trajectory(
-        runtime, task, scale, harness, renderer, cache,
-        lambda episode: _AnswerAfterScript(renderer.tok, replies, episode, answer), limits=limits,
-        sampling=SamplingParams(temperature=1.0, max_new_tokens=limits.max_new_tokens),
-        group_id=group_id or f"oracle-{task.id}-{scale}", sample_idx=sample_idx, transport=transport)
+    # the oracle's cells are not the model's: the task's own turn limit does not apply to them
+    env = _without_turn_limit(env)
+    return await run_episode(env, runtime, lambda episode: _AnswerAfterScript(renderer.tok, replies, episode, answer),
+                             renderer, harness, limits=limits,
+                             sampling=SamplingParams(temperature=1.0, max_new_tokens=limits.max_new_tokens),
+                             group_id=group_id or f"oracle-{env.task.id}-{env.scale}", sample_idx=sample_idx)
 
 
-async def generator_trajectory(runtime: Runtime, task: Task, scale: str, harness: str, renderer: ChatRenderer,
-                               cache: EnvironmentCache, generator: Any, limits: LoopLimits | None = None,
-                               sampling: SamplingParams | None = None, group_id: str = "",
-                               sample_idx: int = 0, transport: str | None = None) -> Trajectory:
-    """One judged episode driven by any generator (a policy, an API teacher), or by a callable that
-    makes one from the open episode (the oracle teacher reads the kernel's final answer). `transport`:
-    how the task's MCP server runs (envs/task_env.py; None: the task's own, "sandboxed" unless shipped)."""
-    episode = await open_task_episode(runtime, task, scale, cache, transport)
-    try:
-        if callable(generator) and not hasattr(generator, "generate"):
-            generator = generator(episode)
-        traj = await run_agent(generator, renderer, episode, Harness(harness), task.instruction, task_id=task.id,
-                               scale=scale, group_id=group_id or f"{task.id}-{scale}", sample_idx=sample_idx,
-                               limits=limits, sampling=sampling)
-        verdict = await judge_episode(episode, task, scale, traj.final_answer, cache)
-    finally:
-        await episode.close()
-    traj.reward, traj.score, traj.criteria, traj.verifier_error = (verdict.reward, verdict.score, verdict.criteria,
-                                                                  verdict.error)
-    return traj
+def _without_turn_limit(env: LibraryTaskEnv) -> LibraryTaskEnv:
+    import copy
+
+    free = copy.copy(env)
+    free.limits = msgspec.structs.replace(env.limits, max_turns=None)
+    return free

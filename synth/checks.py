@@ -37,13 +37,14 @@ from typing import Any
 from envs.code_runner import CandidateCodeError, CodeRunner, CodeTimeout
 from envs.library import Task, TaskLoadError, load_task
 from envs.runtime.episode import Runtime
-from envs.task_env import EnvironmentCache, judge
+from envs.task_env import EnvironmentCache, LibraryTaskEnv, judge
 from envs.taskcheck import env_stats, same_environment
 from envs.validate import SolutionRun, run_solution, validate_task
-from rollout.agent_loop import ChatRenderer, LoopLimits
-from rollout.teacher import generator_trajectory
-from rollout.types import SamplingParams, Trajectory
-from synth.config import AuditConfig
+from rollout.agent_loop import ChatRenderer
+from rollout.episode import run_episode
+from schema.config import LoopLimits
+from schema.records import SamplingParams, Trajectory
+from schema.synth import AuditConfig
 
 MAX_FEEDBACK_CHARS = 1_500
 
@@ -169,8 +170,8 @@ async def audit(runtime: Runtime, task: Task, cache: EnvironmentCache, renderer:
     transport = task.tool_transport
     oracle, traj = await asyncio.gather(
         run_solution(runtime, task, cfg.scale, cache, task.oracle_source, transport),
-        generator_trajectory(runtime, task, cfg.scale, cfg.harness, renderer, cache, generator, limits=limits,
-                             sampling=sampling, group_id=f"audit-{task.id}", transport=transport))
+        run_episode(LibraryTaskEnv(task, cfg.scale, cache, transport=transport), runtime, generator, renderer,
+                    cfg.harness, limits=limits, sampling=sampling, group_id=f"audit-{task.id}"))
     out: dict[str, Any] = {"scale": cfg.scale, "oracle": {"reward": oracle.verdict.reward, "answer": oracle.answer,
                                                           "criteria": oracle.verdict.criteria}}
     problems = _run_problems(f"the oracle at {cfg.scale}", oracle)

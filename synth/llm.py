@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 import msgspec
 
-from synth.config import ModelSpec
+from schema.synth import ModelSpec
 from synth.parse import ResponseFormatError
 from synth.records import Usage
 

@@ -35,8 +35,8 @@ from envs.code_runner import CodeRunner
 from envs.library import load_library, load_task
 from envs.runtime.episode import Runtime
 from envs.task_env import EnvironmentCache
+from schema.synth import SynthConfig
 from synth import checks, prompts
-from synth.config import SynthConfig
 from synth.llm import LLM, StageFailed, total_usage
 from synth.parse import ResponseFormatError, parse_files, parse_json
 from synth.prompts import Diagnosis, Intent, IntentList

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from envs.runtime.config import RuntimeConfig
 from envs.runtime.episode import Runtime
 from envs.runtime.upstream import UpstreamSpec
+from schema.config import RuntimeConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -63,7 +63,7 @@ async def episode(runtime):
 # stops as soon as the last of them ends (an idle cluster still costs CPU); then the library
 # validation; then the rest, longest first (so that, run by xdist workers, the last to finish are short).
 # (With `PROGAGENT_TEST_WORKERS=N` each xdist worker restarts the cluster where it needs it.)
-RAY_FILES = ("test_train_driver.py", "test_fabric.py", "test_eval_filter.py", "test_harbor_fabric.py",
+RAY_FILES = ("test_train_driver.py", "test_fabric.py", "test_rollout_manager.py", "test_eval_filter.py", "test_harbor_fabric.py",
              "test_learner_group.py", "test_pool_openai.py")
 LIBRARY = ("test_library.py",)
 THEN = ("test_vllm_backend.py", "test_synth.py", "test_runtime_security.py", "test_rollout.py",

@@ -16,12 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from actors.judge import verify_with_deadline
+from actors.judge import judge_shipped
 from envs import provenance
 from envs.code_runner import SandboxedTask
 from envs.hosted_tools import HostedTaskTools
 from envs.library import LIBRARY_DIR, get_task, load_library, load_task
 from envs.task_env import EnvironmentCache, judge, open_task_episode, snapshot_state
+from schema.records import TaskRef
 from tests.test_task_format import write_task
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -89,7 +90,7 @@ async def test_episodes_and_judges_run_another_librarys_code_only_in_the_sandbox
     finally:
         await ep.close()
     assert in_process.reward == 1.0, in_process
-    by_judge = await asyncio.to_thread(verify_with_deadline, TASK, "v0", state, "ANSWER: 5", 60, str(lib),
+    by_judge = await asyncio.to_thread(judge_shipped, TaskRef(TASK, "v0", str(lib)), state, "ANSWER: 5", 60,
                                        str(tmp_path / "judge-cache"))
     assert by_judge.reward == 1.0, by_judge
     assert sorted(os.listdir(markers)) == []

@@ -14,7 +14,6 @@ import pytest
 
 from envs import untrusted_fs
 from envs.library import get_task
-from envs.runtime.config import RuntimeConfig
 from envs.runtime.episode import Runtime
 from envs.task_env import (
     EnvironmentCache,
@@ -24,6 +23,7 @@ from envs.task_env import (
     restore_state,
     snapshot_state,
 )
+from schema.config import RuntimeConfig
 
 MiB = 2**20
 

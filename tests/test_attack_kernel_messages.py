@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from envs.runtime.config import RuntimeConfig
 from envs.runtime.episode import Runtime
+from schema.config import RuntimeConfig
 
 LIMIT = 50_000  # RuntimeConfig.max_output_chars
 

@@ -13,10 +13,10 @@ import pytest
 from mcp.server.mcpserver import MCPServer
 
 from envs.library import get_task
-from envs.runtime.config import RuntimeConfig
 from envs.runtime.episode import Runtime
 from envs.runtime.upstream import Upstream, UpstreamSpec
 from envs.task_env import EnvironmentCache, open_task_episode
+from schema.config import RuntimeConfig
 
 # a thread swaps the folder d with a link l -> TARGET (renameat2 RENAME_EXCHANGE) while the program
 # calls a tool on a path under d: the host checks d (a folder), then opens through the link

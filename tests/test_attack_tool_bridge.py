@@ -6,8 +6,8 @@ import asyncio
 
 import pytest
 
-from envs.runtime.config import RuntimeConfig
 from envs.runtime.episode import Runtime
+from schema.config import RuntimeConfig
 from tests.conftest import fixture_upstream
 from tests.test_attack_kernel_messages import peak_rss_during
 

@@ -16,12 +16,14 @@ import msgspec
 import pytest
 
 from launch.cli import main
-from launch.eval import SweepSettings, sweep
+from launch.eval import sweep
 from launch.eval_report import pass_at_k
-from launch.filter import FilterSettings, filter_tasks
+from launch.filter import filter_tasks
 from launch.rollout_cache import RolloutCache, RolloutRecord, rollout_seed
-from launch.rollouts import RolloutRunner, load_sections, outcome_settings
+from launch.rollouts import RolloutRunner, outcome_settings
 from rollout.tiny_model import build_tiny
+from schema.config import FilterSettings, SweepSettings
+from schema.load import load_sections
 from tests.conftest import ROOT
 from tests.test_task_format import write_task
 

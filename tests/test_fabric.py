@@ -7,14 +7,13 @@ import pytest
 import ray
 import torch
 
-from actors.buffer import BufferConfig, TrajectoryBuffer
-from actors.env_worker import EnvWorker, EnvWorkerConfig
-from actors.generator_pool import GeneratorPool, GeneratorSpec
-from actors.judge import Judge, verify_with_deadline
-from envs.runtime.config import RuntimeConfig
-from launch.dispatch import RolloutDispatcher, TaskSampler
-from rollout.agent_loop import LoopLimits
-from rollout.types import SamplingParams
+from actors.env_worker import EnvWorker
+from actors.generator_pool import GeneratorPool
+from actors.judge import Judge, judge_shipped
+from actors.rollout_manager import RolloutManager, TaskSampler
+from actors.scheduler import EnvWorkers, Scheduler
+from schema.config import EnvWorkerConfig, GeneratorSpec, LoopLimits, RolloutConfig, RuntimeConfig
+from schema.records import EpisodeRequest, SamplingParams, TaskRef
 from tests.test_rollout import TASK, tiny_path  # noqa: F401
 from tests.test_task_format import write_task
 
@@ -33,7 +32,7 @@ def ray_cluster(ray_session):
 def pool(ray_session, tiny_path):  # noqa: F811
     """One generator pool (two generators) for the file: a pool start is a model load per generator,
     seconds of CPU each. The killed-generator test runs last: it changes the pool's weights."""
-    handle = GeneratorPool.options(max_concurrency=100).remote(GeneratorSpec(model=str(tiny_path), num_cpus=0.5), 2)
+    handle = GeneratorPool.options(max_concurrency=100).remote(GeneratorSpec(num_cpus=0.5), 2, str(tiny_path))
     ray.get(handle.ready.remote())
     yield handle
     ray.kill(handle)
@@ -48,26 +47,37 @@ WORKER = EnvWorkerConfig(concurrency=2, limits=LoopLimits(max_turns=2, max_new_t
                          sampling=SamplingParams(temperature=1.0), runtime=RuntimeConfig(warm_pool=1))
 
 
+def manager_on(workers: list, groups_per_step: int, max_staleness: int = 0, new=None) -> RolloutManager:
+    scheduler = Scheduler(EnvWorkers(workers, new, WORKER.concurrency), max_attempts=3)
+    return RolloutManager(scheduler, TaskSampler([TASK], {"v0": 1.0}, 0),
+                          RolloutConfig(group_size=2, max_staleness=max_staleness), groups_per_step, harness="ptc")
+
+
 async def test_killed_env_worker_episodes_rerun_none_lost_or_doubled(ray_cluster, tiny_path, pool):  # noqa: F811
+    """Real env workers, generators and a judge: one of two workers is killed while its episodes run;
+    they run again on the other, and a replacement starts."""
     judges = [Judge.options(num_cpus=0).remote()]
-    workers = [EnvWorker.options(num_cpus=0.5, max_concurrency=100).remote(WORKER, str(tiny_path), pool, judges)
-               for _ in range(2)]
-    track(ray_cluster, *judges, *workers)
+
+    def new():
+        return track(ray_cluster, EnvWorker.options(num_cpus=0.5, max_concurrency=100).remote(
+            WORKER, str(tiny_path), pool, judges))
+
+    track(ray_cluster, *judges)
+    workers = [new() for _ in range(2)]
     await asyncio.gather(*(w.ready.remote() for w in workers))
-    buffer = track(ray_cluster, TrajectoryBuffer.remote(BufferConfig(group_size=2, max_staleness=5)))
-    dispatcher = RolloutDispatcher(workers, buffer, TaskSampler([TASK], {"v0": 1.0}, 0), group_size=2,
-                                   groups_per_step=3, max_staleness=0, harness="ptc")
-    dispatcher.start()
+    manager = manager_on(workers, groups_per_step=3, new=new)
+    manager.start()
     await asyncio.sleep(1.0)  # episodes are running on both workers
     ray.kill(workers[0])
-    groups = await buffer.take.remote(3, 0, 300)
-    await dispatcher.stop()
+    groups = await manager.take(3, 300)
+    manager.stop()
+    await manager.scheduler.stop()
     assert len(groups) == 3
     keys = [(t.group_id, t.sample_idx) for g in groups for t in g]
     assert len(keys) == len(set(keys)) == 6
-    assert dispatcher.counters["episodes_rerun"] >= 1 and dispatcher.counters["episodes_failed"] == 0
-    stats = await buffer.stats.remote()
-    assert stats["added"] == 6 and stats["groups_out"] == 3
+    counters = manager.scheduler.counters
+    assert counters["reruns_worker_died"] >= 1 and manager.counters["groups_failed"] == 0
+    assert manager.counters["episodes_done"] == 6 and manager.counters["groups_trained"] == 3
 
 
 async def test_env_workers_added_while_running_take_episodes(ray_cluster, tiny_path, pool):  # noqa: F811
@@ -81,20 +91,19 @@ async def test_env_workers_added_while_running_take_episodes(ray_cluster, tiny_p
 
     first = worker()
     await first.ready.remote()
-    buffer = track(ray_cluster, TrajectoryBuffer.remote(BufferConfig(group_size=2, max_staleness=5)))
-    dispatcher = RolloutDispatcher([first], buffer, TaskSampler([TASK], {"v0": 1.0}, 0), group_size=2,
-                                   groups_per_step=2, max_staleness=0, harness="ptc")
-    dispatcher.start()
-    assert len(await buffer.take.remote(2, 0, 300)) == 2  # step 1 on one worker
+    manager = manager_on([first], groups_per_step=2)
+    manager.start()
+    assert len(await manager.take(2, 300)) == 2  # step 1 on one worker
     second = worker()
     await second.ready.remote()
-    dispatcher.add_worker(second)
-    dispatcher.set_version(1)  # admits the next step's groups: they spread over both workers
-    groups = await buffer.take.remote(2, 1, 300)
-    await dispatcher.stop()
+    manager.scheduler.add_worker(second)
+    manager.updated(0)  # one update (the pool still serves v0): the next step's groups spread over both workers
+    groups = await manager.take(2, 300)
+    manager.stop()
+    await manager.scheduler.stop()
     assert len(groups) == 2
     done_first, done_second = await first.ping.remote(), await second.ping.remote()
-    assert done_second >= 1 and done_first + done_second == 8 == dispatcher.counters["episodes_done"]
+    assert done_second >= 1 and done_first + done_second == 8 == manager.counters["episodes_done"]
 
 
 async def test_judge_crash_is_retried_and_verifier_failures_are_recorded(ray_cluster, tiny_path, pool, tmp_path):  # noqa: F811
@@ -112,10 +121,11 @@ async def test_judge_crash_is_retried_and_verifier_failures_are_recorded(ray_clu
     task = load_task(folder, trusted=True)
     task.build(tmp_path / "env", "v0")
     state = snapshot_state(tmp_path / "env")
-    verdict = verify_with_deadline(task.id, "v0", state, "", 2.0, str(tmp_path), str(tmp_path / "cache"))
+    ref = TaskRef(task.id, "v0", str(tmp_path))
+    verdict = judge_shipped(ref, state, "", 2.0, str(tmp_path / "cache"))
     assert verdict.reward == 0.0 and "timed out after 2 s" in verdict.error
     (folder / "verify.py").write_text("def verify(ctx):\n    raise RuntimeError('verifier bug')\n")
-    verdict = verify_with_deadline(task.id, "v0", state, "", 30.0, str(tmp_path), str(tmp_path / "cache"))
+    verdict = judge_shipped(ref, state, "", 30.0, str(tmp_path / "cache"))
     assert "RuntimeError: verifier bug" in verdict.error
 
     # a judge actor that dies is restarted and the env worker's request retried
@@ -125,9 +135,7 @@ async def test_judge_crash_is_retried_and_verifier_failures_are_recorded(ray_clu
     await worker.ready.remote()
     await judge.ping.remote()
     ray.kill(judge, no_restart=False)
-    from actors.env_worker import EpisodeRequest
-
-    traj = await worker.run.remote(EpisodeRequest(task_id=TASK, scale="v0", group_id="j", sample_idx=0))
+    traj = await worker.run.remote(EpisodeRequest(env=TaskRef(TASK, "v0"), group_id="j", sample_idx=0))
     assert traj.verifier_error is None and traj.criteria  # judged after the restart
     assert torch.tensor(traj.loss_mask).sum() > 0
 

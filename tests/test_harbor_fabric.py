@@ -17,16 +17,19 @@ from pathlib import Path
 import pytest
 import ray
 
-from actors.judge import verify_harbor_with_deadline
+from actors.judge import judge_shipped
 from envs.harbor import export_harbor
 from envs.harbor_import import load_harbor_task
-from envs.harbor_run import HARBOR_SCALE, restore_tree, run_oracle, snapshot_tree
+from envs.harbor_run import restore_tree, run_oracle, snapshot_tree
 from envs.library import load_task
 from launch.cli import main
-from launch.eval import SweepSettings, sweep
+from launch.eval import sweep
 from launch.rollout_cache import RolloutCache, rollout_seed
-from launch.rollouts import RolloutRunner, load_sections, outcome_settings
+from launch.rollouts import RolloutRunner, outcome_settings
 from rollout.tiny_model import build_tiny
+from schema.config import SweepSettings
+from schema.load import load_sections
+from schema.records import HARBOR_SCALE, HarborRef
 from tests.conftest import ROOT
 from tests.test_harbor_import import FIXTURE, SOLVE_PTC
 from tests.test_task_format import write_task
@@ -134,16 +137,21 @@ def test_judge_restores_the_shipped_tree_and_bounds_the_verifier(tmp_path):
     (tree / "app" / "answer.txt").symlink_to(tmp_path / "host.txt")  # never followed out of the container
     state = snapshot_tree(tmp_path / "episode" / "container")
     assert (restore_tree(state, tmp_path / "restored") / "app" / "latest").readlink() == Path("/app/data/orders.csv")
-    assert verify_harbor_with_deadline(str(FIXTURE), state, "ANSWER: 229").reward == 1.0
-    assert verify_harbor_with_deadline(str(FIXTURE), state, "ANSWER: 228").reward == 0.0
+    assert judged(FIXTURE, state, "ANSWER: 229", tmp_path).reward == 1.0
+    assert judged(FIXTURE, state, "ANSWER: 228", tmp_path).reward == 0.0
     assert (tmp_path / "host.txt").read_text() == "keep"
 
     slow = shutil.copytree(FIXTURE, tmp_path / "slow")
     (slow / "task.toml").write_text((slow / "task.toml").read_text().replace("timeout_sec = 60.0", "timeout_sec = 1"))
     (slow / "tests" / "test.sh").write_text("#!/bin/bash\nsleep 30\n")
-    verdict = verify_harbor_with_deadline(str(slow), state, "")  # test.sh killed at [verifier] timeout_sec
+    verdict = judged(slow, state, "", tmp_path)  # test.sh killed at [verifier] timeout_sec
     assert verdict.reward == 0.0 and "(timed out after 1 s)" in verdict.error
-    verdict = verify_harbor_with_deadline(str(FIXTURE), b"not a tar file", "")  # a crash in the judge's child
-    assert verdict.reward == 0.0 and verdict.error.startswith("ReadError")
-    verdict = verify_harbor_with_deadline(str(tmp_path / "gone"), state, "")
+    verdict = judged(FIXTURE, b"not a tar file", "", tmp_path)  # a broken state
+    assert verdict.reward == 0.0 and "ReadError" in verdict.error
+    verdict = judged(tmp_path / "gone", state, "", tmp_path)
     assert verdict.reward == 0.0 and verdict.error.startswith("HarborTaskError")
+
+
+def judged(folder, state: bytes, answer: str, tmp_path):
+    """What a Judge actor answers for a shipped container tree of the Harbor task in `folder`."""
+    return judge_shipped(HarborRef(str(folder)), state, answer, 60.0, str(tmp_path / "judge-cache"))

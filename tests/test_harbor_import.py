@@ -13,12 +13,14 @@ import pytest
 
 from envs.harbor import export_harbor
 from envs.harbor_import import HarborTaskError, load_harbor_task
-from envs.harbor_run import check, harbor_trajectory, read_rewards, verdict_from_rewards, verify
+from envs.harbor_run import HarborTaskEnv, check, read_rewards, verdict_from_rewards, verify
 from envs.library import get_task, split_cells
-from rollout.agent_loop import ChatRenderer, LoopLimits
+from rollout.agent_loop import ChatRenderer
+from rollout.episode import run_episode
 from rollout.generators.scripted import ScriptedGenerator
 from rollout.teacher import _AnswerAfterScript, call_text
 from rollout.tiny_model import project_tokenizer
+from schema.config import LoopLimits
 
 FIXTURE = Path(__file__).parent / "fixtures" / "harbor" / "warehouse-restock"
 LIMITS = LoopLimits(max_turns=20, max_context_tokens=1 << 18, max_new_tokens=1 << 13)
@@ -41,6 +43,11 @@ total = sum(o["quantity"] for o in orders)
 print(len(orders), "orders,", total, "units")
 """
 FIRST_PAGE_ONLY = SOLVE_PTC.replace("page = listing[\"next_page\"]", "page = None")  # misses pages 2 and 3
+
+
+async def harbor_trajectory(runtime, task, harness, renderer, generator, limits):
+    """One episode of an imported task, judged in this process (rollout/episode.run_episode)."""
+    return await run_episode(HarborTaskEnv(task), runtime, generator, renderer, harness, limits=limits)
 
 
 @pytest.fixture(scope="module")

@@ -8,15 +8,17 @@ holds the requested bundles.
 import json
 from pathlib import Path
 
+import msgspec
 import pytest
 import ray
 import torch
 
 from actors.learner_group import LearnerGroup, LearnerPlacement
-from learner.config import LearnerConfig, OptimConfig, SFTConfig
 from learner.losses import PolicyLossConfig
 from learner.sft import run_sft, sft_samples
 from learner.torch_backend import TorchLearner
+from schema.config import LearnerConfig, OptimConfig, SFTConfig
+from schema.load import ConfigError
 from tests.test_learner_torch import groups
 from tests.test_rollout import tiny_path  # noqa: F401
 
@@ -27,6 +29,7 @@ CFG = LearnerConfig(loss=PolicyLossConfig(clip_low=0.2, clip_high=0.2), optim=Op
                     sft=SFTConfig(epochs=1, batch_size=3, lr=2e-3), max_tokens_per_micro_batch=60)
 ROOT = Path(__file__).resolve().parents[1]
 TWO = LearnerPlacement(ranks=2, cpus_per_rank=1, threads=1)
+CFG2 = msgspec.structs.replace(CFG, fsdp_ranks=2)  # the same learner as two FSDP ranks
 
 
 def published(group) -> tuple[int, dict[str, torch.Tensor]]:
@@ -43,7 +46,7 @@ def assert_close(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor], atol: f
 
 def test_two_ranks_step_as_one_learner_and_resume(ray_session, tiny_path, tmp_path):  # noqa: F811
     torch.set_num_threads(1)
-    group = LearnerGroup.options(num_cpus=0).remote(str(tiny_path), CFG, TWO)
+    group = LearnerGroup.options(num_cpus=0).remote(str(tiny_path), CFG2, TWO)
     pg = ray.get(group.placement_group.remote())
     table = ray.util.placement_group_table(pg)
     assert table["state"] == "CREATED" and table["strategy"] == "PACK"
@@ -74,7 +77,7 @@ def test_two_ranks_step_as_one_learner_and_resume(ray_session, tiny_path, tmp_pa
     after = published(group)
     ray.get(group.shutdown.remote())
 
-    fresh = LearnerGroup.options(num_cpus=0).remote(str(tiny_path), CFG, TWO)
+    fresh = LearnerGroup.options(num_cpus=0).remote(str(tiny_path), CFG2, TWO)
     assert ray.get(fresh.load.remote(str(tmp_path / "ckpt"))) == 4
     ray.get(fresh.train_step.remote(groups()))
     resumed = published(fresh)
@@ -102,7 +105,7 @@ def test_megatron_data_parallel_group_steps_as_one_torch_learner(ray_session, ti
     every rank gets all groups and takes its share of the rows."""
     pytest.importorskip("megatron.core")
     pytest.importorskip("mbridge")
-    from learner.config import MegatronConfig
+    from schema.config import MegatronConfig
 
     cfg = LearnerConfig(backend="megatron", loss=CFG.loss, optim=CFG.optim, max_tokens_per_micro_batch=60,
                         megatron=MegatronConfig(data_parallel=2))
@@ -118,16 +121,15 @@ def test_megatron_data_parallel_group_steps_as_one_torch_learner(ray_session, ti
 
 
 def test_fabric_config_gives_the_placement():
-    from actors.learner_group import check_world
-    from launch.config import load_config
     from launch.fabric import learner_placement
+    from schema.load import load_config
 
     paper = load_config(ROOT / "configs" / "paper-8x8-h200.yaml")
-    p = learner_placement(paper.fabric)
+    p = learner_placement(paper)
+    assert paper.learner.ranks == 16  # TP 4 × PP 2 × DP 2: the ranks are the megatron sizes' product
     assert p.ranks == 16 and p.bundles() == [{"CPU": 4.0, "GPU": 1.0}] * 16 and p.strategy == "PACK"
-    check_world(paper.learner, p)  # TP 4 × PP 2 × DP 2
-    with pytest.raises(ValueError, match="8 learner ranks != megatron tensor 4"):
-        check_world(paper.learner, LearnerPlacement(ranks=8, gpus_per_rank=1))
     with pytest.raises(ValueError, match="whole number"):
-        learner_placement(load_config(None, ["fabric.learner_ranks=4", "fabric.learner_num_gpus=2"]).fabric)
-    assert learner_placement(load_config(ROOT / "configs" / "local.yaml").fabric).bundles() == [{"CPU": 1.0}]
+        learner_placement(load_config(None, ["learner.fsdp_ranks=4", "fabric.learner_num_gpus=2"]))
+    assert learner_placement(load_config(ROOT / "configs" / "local.yaml")).bundles() == [{"CPU": 1.0}]
+    with pytest.raises(ConfigError, match="learner_ranks"):  # derived now: the old field is refused by name
+        load_config(None, ["fabric.learner_ranks=4"])

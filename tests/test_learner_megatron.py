@@ -19,10 +19,10 @@ pytest.importorskip("megatron.core")
 pytest.importorskip("mbridge")
 
 from learner.batch import Sample  # noqa: E402
-from learner.config import LearnerConfig, MegatronConfig, OptimConfig  # noqa: E402
 from learner.losses import PolicyLossConfig  # noqa: E402
 from learner.megatron_backend import MegatronLearner  # noqa: E402
 from learner.torch_backend import TorchLearner  # noqa: E402
+from schema.config import LearnerConfig, MegatronConfig, OptimConfig  # noqa: E402
 from tests.test_learner_torch import groups  # noqa: E402
 from tests.test_rollout import tiny_path  # noqa: E402, F401
 

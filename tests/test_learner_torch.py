@@ -4,11 +4,11 @@ import pytest
 import torch
 
 from learner.batch import Sample, pack
-from learner.config import LearnerConfig, OptimConfig, SFTConfig
 from learner.losses import PolicyLossConfig
 from learner.sft import run_sft
 from learner.torch_backend import TorchLearner
-from rollout.types import Trajectory
+from schema.config import LearnerConfig, OptimConfig, SFTConfig
+from schema.records import Trajectory
 from tests.test_rollout import tiny_path  # noqa: F401
 
 

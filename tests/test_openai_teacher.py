@@ -7,8 +7,9 @@ import httpx
 from openai import AsyncOpenAI
 
 from envs.library import get_task
+from envs.task_env import LibraryTaskEnv
+from rollout.episode import run_episode
 from rollout.generators.openai_backend import OpenAIGenerator, to_api_messages
-from rollout.teacher import generator_trajectory
 from tests.test_rollout import assert_aligned, cache, renderer, tiny_path, tokenizer  # noqa: F401
 
 FIXTURE = Path(__file__).parent / "fixtures" / "openai_replay" / "retail_clearance_markdown_ptc_v0.json"
@@ -31,7 +32,7 @@ async def test_api_teacher_through_runtime(renderer, runtime, cache):  # noqa: F
     seen: list[dict] = []
     gen = OpenAIGenerator("teacher-model-2026-10", client=replay_client(record["responses"], seen))
     task = get_task(record["task"])
-    traj = await generator_trajectory(runtime, task, record["scale"], record["harness"], renderer, cache, gen)
+    traj = await run_episode(LibraryTaskEnv(task, record["scale"], cache), runtime, gen, renderer, record["harness"])
     assert traj.termination == "answer" and traj.reward == 1.0, (traj.criteria, traj.final_answer)
     assert traj.final_answer.endswith("ANSWER: 18; 58316.84")
     assert all(lp == 0.0 for lp in traj.logprobs)  # text in, text out: never an RL sample

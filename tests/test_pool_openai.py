@@ -11,14 +11,19 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 import ray
 
-from actors.env_worker import EnvWorkerConfig, EpisodeRequest
-from actors.generator_pool import GeneratorSpec, PoolClient
-from envs.runtime.config import RuntimeConfig
-from launch.config import FabricConfig, TrainConfig
+from actors.generator_pool import PoolClient
 from launch.rollout_cache import RolloutCache
 from launch.rollouts import RolloutJob, RolloutRunner
 from rollout.generators.base import GeneratorError
-from rollout.types import SamplingParams
+from schema.config import (
+    EnvWorkerConfig,
+    FabricConfig,
+    GeneratorSpec,
+    RolloutConfig,
+    RuntimeConfig,
+    TrainConfig,
+)
+from schema.records import EpisodeRequest, SamplingParams, TaskRef
 from tests.test_openai_teacher import FIXTURE
 
 MODEL = "openai:teacher-model-2026-10"
@@ -65,7 +70,8 @@ def api_fabric(ray_session):
     server = ReplayServer()
     cfg = TrainConfig(fabric=FabricConfig(
         generator=GeneratorSpec(base_url=server.url, api_key_env="PROGAGENT_TEST_KEY", num_cpus=0.5),
-        env_worker=EnvWorkerConfig(concurrency=2, runtime=RuntimeConfig(warm_pool=1), num_cpus=0.5)))
+        env_worker=EnvWorkerConfig(concurrency=2, runtime=RuntimeConfig(warm_pool=1), num_cpus=0.5)),
+        rollout=RolloutConfig(max_attempts=2))
     try:
         runner = asyncio.run(RolloutRunner.start(cfg, MODEL))
         yield runner, server
@@ -78,7 +84,7 @@ async def test_api_model_episode_on_the_fabric(api_fabric):
     runner, server = api_fabric
     record = json.loads(FIXTURE.read_text())
     server.serve([(200, json.dumps(r).encode()) for r in record["responses"]])
-    req = EpisodeRequest(task_id=record["task"], scale=record["scale"], harness=record["harness"],
+    req = EpisodeRequest(env=TaskRef(record["task"], record["scale"]), harness=record["harness"],
                          group_id="api", sample_idx=0)
     traj = await runner.fabric.workers[0].run.remote(req)
     assert traj.termination == "answer" and traj.reward == 1.0, (traj.criteria, traj.final_answer)
@@ -102,7 +108,7 @@ async def test_api_model_episode_on_the_fabric(api_fabric):
 async def test_endpoint_failures_end_the_episode_not_the_worker(api_fabric, tmp_path):
     runner, server = api_fabric
     worker, pool = runner.fabric.workers[0], runner.fabric.pool
-    req = EpisodeRequest(task_id="retail_clearance_markdown", scale="v0", group_id="err", sample_idx=0)
+    req = EpisodeRequest(env=TaskRef("retail_clearance_markdown", "v0"), group_id="err", sample_idx=0)
     episodes = await worker.ping.remote()
 
     server.serve([(500, b'{"error": {"message": "upstream overloaded", "type": "server_error"}}')])
@@ -125,5 +131,5 @@ async def test_endpoint_failures_end_the_episode_not_the_worker(api_fabric, tmp_
     # in a sweep such rollouts are failed jobs, never cached as the model's score
     cache = RolloutCache(tmp_path / "rollouts.jsonl", "settings")
     job = RolloutJob(MODEL, "ptc", "retail_clearance_markdown", "v0", 0, 0)
-    assert await runner.run([job], cache, max_attempts=2) == [job] and len(cache) == 0
+    assert await runner.run([job], cache) == [job] and len(cache) == 0  # rollout.max_attempts=2
     assert await worker.ping.remote() == episodes + 4  # the same worker finished every episode

@@ -6,8 +6,8 @@ import pytest
 from transformers import AutoTokenizer
 
 from envs.library import get_task
-from envs.task_env import EnvironmentCache, open_task_episode
-from rollout.agent_loop import ChatRenderer, LoopLimits, run_agent
+from envs.task_env import EnvironmentCache, LibraryTaskEnv, open_task_episode
+from rollout.agent_loop import ChatRenderer, run_agent
 from rollout.generators.hf import HFGenerator
 from rollout.generators.scripted import ScriptedGenerator
 from rollout.harness import Harness
@@ -15,7 +15,8 @@ from rollout.parser import parse_turn
 from rollout.program_features import program_features
 from rollout.teacher import call_text, oracle_trajectory
 from rollout.tiny_model import build_tiny
-from rollout.types import SamplingParams
+from schema.config import LoopLimits
+from schema.records import SamplingParams
 
 TASK = "retail_clearance_markdown"
 
@@ -179,7 +180,7 @@ async def test_malformed_actions_become_error_observations(renderer, runtime, ca
 @pytest.mark.parametrize("harness_name", ["ptc", "dtc", "hybrid"])
 async def test_oracle_teacher_trajectories_pass(harness_name, renderer, runtime, cache):
     task = get_task(TASK)
-    traj = await oracle_trajectory(runtime, task, "v0", harness_name, renderer, cache)
+    traj = await oracle_trajectory(runtime, LibraryTaskEnv(task, "v0", cache), harness_name, renderer)
     assert traj.termination == "answer" and traj.reward == 1.0, (traj.criteria, traj.final_answer)
     if harness_name == "dtc":
         assert traj.metrics["tool_calls_direct"] > 5 and traj.metrics["tool_calls_program"] == 0

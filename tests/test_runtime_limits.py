@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from envs.runtime.config import RuntimeConfig
 from envs.runtime.episode import Runtime
 from envs.runtime.limits import LimitBackend
+from schema.config import RuntimeConfig
 
 
 def test_auto_mode_prefers_cgroups_where_the_host_has_them():

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from envs.runtime.config import RuntimeConfig
 from envs.runtime.episode import Runtime
+from schema.config import RuntimeConfig
 from tests.conftest import ROOT, fixture_upstream, processes_with, time_upstream
 
 
@@ -174,7 +174,7 @@ async def test_kernel_starts_without_the_debugger(episode):
 
 NICE_PROGRAM = """
 import asyncio
-from envs.runtime.config import RuntimeConfig
+from schema.config import RuntimeConfig
 from envs.runtime.episode import Runtime
 
 async def main():

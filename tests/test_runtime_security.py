@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from envs.runtime.config import RuntimeConfig
 from envs.runtime.episode import Runtime
+from schema.config import RuntimeConfig
 from tests.conftest import ROOT, fixture_upstream
 
 

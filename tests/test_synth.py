@@ -23,8 +23,8 @@ from envs.library import load_library, load_task
 from envs.task_env import EnvironmentCache, judge
 from launch import synth_cli
 from rollout.tiny_model import train_tokenizer
+from schema.synth import load_synth_config
 from synth import checks
-from synth.config import load_synth_config
 from synth.llm import LLM
 from synth.parse import ResponseFormatError, parse_files, parse_json
 from synth.pipeline import Pipeline

@@ -431,9 +431,9 @@ async def test_sandboxed_tool_host_restarts_after_a_crash_or_a_hang_and_falls_ba
     call is an error that says what happened; the next call gets a fresh tool host over the same
     environment (the write before the crash is kept). A tools.py with a signature the host cannot
     describe is served by the SDK's server in the same sandbox, with the in-process schemas."""
-    from envs.runtime.config import RuntimeConfig
     from envs.runtime.episode import Runtime
     from envs.task_env import EnvironmentCache, open_task_episode
+    from schema.config import RuntimeConfig
 
     toml = '''id = "{id}"\ndomain = "inventory"\ntitle = "Demo"\nseed = 1\ntools = {tools}\n'''
     names = ["list_items", "set_qty", "explode", "read_file", "count"]

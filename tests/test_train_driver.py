@@ -15,13 +15,14 @@ import time
 import msgspec
 import pytest
 
-from launch.config import ConfigError, load_config
+from actors.rollout_manager import ManagerState
+from schema.load import ConfigError, load_config
 from tests.conftest import BIN, ROOT
 
 SMALL = [
     "tasks.tasks=[inventory_reorder_flags]", "tasks.scales={v0: 1.0, v3: 1.0}",
     "fabric.env_worker.limits={max_turns: 1, max_new_tokens: 24, max_context_tokens: 8192}",
-    "fabric.env_worker.concurrency=2", "buffer.group_size=2", "train.groups_per_step=1",
+    "fabric.env_worker.concurrency=2", "rollout.group_size=2", "train.groups_per_step=1",
     "sft.enabled=false", "eval.before=false", "eval.after=false", "wandb.mode=disabled", "ray.num_cpus=4",
     "learner.loss.filter_equal_reward_groups=false",  # an untrained model: every step counts as a step
 ]
@@ -39,53 +40,64 @@ def test_config_errors_name_the_field(tmp_path):
     cfg = load_config(ROOT / "configs" / "local.yaml", ["train.steps=7", "fabric.env_workers=3"])
     assert cfg.train.steps == 7 and cfg.fabric.env_workers == 3
     paper = load_config(ROOT / "configs" / "paper-8x8-h200.yaml")
-    assert paper.learner.optim.lr == 1e-6 and paper.buffer.group_size == 16 and paper.train.groups_per_step == 32
+    assert paper.learner.optim.lr == 1e-6 and paper.rollout.group_size == 16 and paper.train.groups_per_step == 32
     assert paper.learner.loss.clip_low == 3e-4 and paper.learner.loss.clip_high == 4e-4
+
+
+#: the demo with two env workers and three groups of four per step (24 episodes in flight)
+KILL = SMALL + ["fabric.env_workers=2", "train.groups_per_step=3", "rollout.group_size=4"]
 
 
 @pytest.fixture(scope="module")
 def checkpointed_run(tmp_path_factory, ray_session):
-    """Two steps of training with a checkpoint after each, on the session's cluster: the run that the
-    job-submit test resumes (one training run fewer than checking resume in process too)."""
+    """Three steps of training with a checkpoint after each, on the session's cluster, with one of the
+    two env workers killed after step 2: the run that the job-submit test resumes (one training run
+    fewer than checking resume in process too). `seen[step]`: (episodes done, re-runs after a death)."""
+    import ray
+
     from launch.train import train
 
-    cfg = load_config(ROOT / "configs" / "local.yaml", SMALL + [
-        f"run.out_dir={tmp_path_factory.mktemp('runs')}", "train.steps=2", "train.checkpoint_every=1"])
-    return cfg, asyncio.run(train(cfg))
+    seen: dict[int, tuple[int, int]] = {}
+
+    async def on_step(step, fabric, manager):
+        seen[step] = (manager.counters["episodes_done"], fabric.scheduler.counters["reruns_worker_died"])
+        if step == 2:
+            ray.kill(fabric.env.live[0])
+
+    cfg = load_config(ROOT / "configs" / "local.yaml", KILL + [
+        f"run.out_dir={tmp_path_factory.mktemp('runs')}", "train.steps=3", "train.checkpoint_every=1"])
+    return cfg, asyncio.run(train(cfg, on_step=on_step)), seen
 
 
 def test_train_writes_run_folder_and_checkpoint(checkpointed_run):
-    cfg, run = checkpointed_run
+    cfg, run, _ = checkpointed_run
     rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
-    assert [r["step"] for r in rows if r["phase"] == "train"] == [1, 2]
+    assert [r["step"] for r in rows if r["phase"] == "train"] == [1, 2, 3]
     assert (run / "report.md").exists() and (run / "plots" / "reward.png").exists()
     ckpt = run / "checkpoint"
-    saved = msgspec.msgpack.decode((ckpt / "buffer.msgpack").read_bytes())
-    driver = json.loads((ckpt / "driver.json").read_text())
-    assert driver["step"] == 2 and saved["counters"]["groups_out"] == 2
-    # nothing lost at the checkpoint: every sample of every submitted, unconsumed group is either
-    # in the buffer or recorded as pending (to be re-run on resume), never both, never neither
-    pending = {(r["group_id"], r["sample_idx"]) for r in driver["dispatcher"]["pending"]}
-    buffered = {(t["group_id"], t["sample_idx"]) for g in saved["pending"].values() for t in g}
-    unconsumed = driver["dispatcher"]["submitted_groups"] - saved["counters"]["groups_out"] \
-        - saved["counters"]["dropped_stale"]
-    assert not pending & buffered and len(pending | buffered) == unconsumed * cfg.buffer.group_size
+    state = msgspec.msgpack.decode((ckpt / "rollouts.msgpack").read_bytes(), type=ManagerState)
+    assert json.loads((ckpt / "driver.json").read_text())["step"] == 3
+    assert state.updates == 3 and state.counters["groups_trained"] == 3 * cfg.train.groups_per_step
+    # nothing lost at the checkpoint: every sample of every admitted, untrained group is held or pending
+    # (to be re-run on resume), never both, never neither
+    for g in state.groups:
+        assert not set(g.samples) & set(g.pending) and set(g.samples) | set(g.pending) == set(range(cfg.rollout.group_size))
+    trained, failed = state.counters["groups_trained"], state.counters["groups_failed"]
+    assert state.admitted == trained + state.counters["groups_dropped_stale"] + failed + len(state.groups)
 
 
-def test_checkpoint_pending_leaves_out_what_the_buffer_holds():
-    """An episode filed between the dispatcher's snapshot and the buffer's (or whose task stop()
-    cancelled inside `buffer.add`) is the buffer's alone: a resume must not run it again."""
-    from actors.env_worker import EpisodeRequest
-    from launch.dispatch import RolloutDispatcher, TaskSampler
-
-    d = RolloutDispatcher([], None, TaskSampler(["t"], {"v0": 1.0}, 0), group_size=2, groups_per_step=1,
-                          max_staleness=0, harness="ptc")
-    for k in range(2):
-        d.pending[("g0", k)] = EpisodeRequest(task_id="t", scale="v0", group_id="g0", sample_idx=k)
-    state = d.state()
-    kept = RolloutDispatcher.drop_buffered(state, {("g0", 1), ("g9", 0)})
-    assert [(r["group_id"], r["sample_idx"]) for r in kept["pending"]] == [("g0", 0)]
-    assert len(state["pending"]) == 2 and kept["submitted_groups"] == state["submitted_groups"]
+def test_a_killed_env_worker_delays_the_next_step_by_its_own_episodes_only(checkpointed_run):
+    """Killed after step 2: step 3 arrives after at most the episodes already admitted when the worker
+    died (the staleness window: step 3's groups and step 4's, which run alongside) plus the re-runs of
+    what the dead worker held. It had taken 714 s, behind ~1,500 queued episodes and their re-runs."""
+    cfg, run, seen = checkpointed_run
+    (done2, reruns2), (done3, reruns3) = seen[2], seen[3]
+    b, g = cfg.train.groups_per_step, cfg.rollout.group_size
+    window = (cfg.rollout.max_staleness + 1) * b * g
+    assert done3 - done2 <= window + (reruns3 - reruns2), seen
+    row = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()][-1]
+    assert row["rollout/max_in_flight"] <= window
+    assert row["rollout/groups_failed"] == 0 and row["rollout/duplicates"] == 0
 
 
 def _free_port() -> int:
@@ -97,10 +109,11 @@ def _free_port() -> int:
 @pytest.mark.slow
 def test_ray_job_submit_resumes_the_checkpoint_on_a_head_node(checkpointed_run, tmp_path):
     """`ray job submit` against a real `ray start --head` with token authentication, resuming the
-    checkpoint: the learner, buffer and dispatcher come back and training continues at step 3."""
-    _, run = checkpointed_run
+    checkpoint: the learner and the rollout manager come back and training continues at step 4."""
+    _, run, _ = checkpointed_run
     ckpt = run / "checkpoint"
-    pending = json.loads((ckpt / "driver.json").read_text())["dispatcher"]["pending"]
+    state = msgspec.msgpack.decode((ckpt / "rollouts.msgpack").read_bytes(), type=ManagerState)
+    pending = [idx for g in state.groups for idx in g.pending]
     # the dashboard agent's HTTP port too: its default (52365) is taken by any other cluster on the
     # machine (the test session's), and the head's job agent then never comes up
     port, dash, agent = _free_port(), _free_port(), _free_port()
@@ -115,8 +128,8 @@ def test_ray_job_submit_resumes_the_checkpoint_on_a_head_node(checkpointed_run, 
     try:
         out = tmp_path / "runs"
         cmd = [ray_bin, "job", "submit", "--address", f"http://127.0.0.1:{dash}", "--working-dir", str(ROOT),
-               "--", "python", "-m", "launch.train", "--config", "configs/local.yaml", *SMALL,
-               "train.steps=3", "train.checkpoint_every=0", f"run.out_dir={out}", "ray.address=auto",
+               "--", "python", "-m", "launch.train", "--config", "configs/local.yaml", *KILL,
+               "train.steps=4", "train.checkpoint_every=0", f"run.out_dir={out}", "ray.address=auto",
                "--resume", str(ckpt)]
         t0 = time.time()
         for _ in range(20):  # the head's job agent starts after `ray start` returns: Ray says try again
@@ -130,8 +143,8 @@ def test_ray_job_submit_resumes_the_checkpoint_on_a_head_node(checkpointed_run, 
         assert len(runs) == 1 and time.time() - t0 < 900
         rows = [json.loads(line) for line in (runs[0] / "metrics.jsonl").read_text().splitlines()]
         train_rows = [r for r in rows if r["phase"] == "train"]
-        assert [r["step"] for r in train_rows] == [3] and rows[-1]["learner_step"] == 3.0
-        assert train_rows[-1]["dispatch/episodes_resubmitted"] == len(pending)
+        assert [r["step"] for r in train_rows] == [4] and rows[-1]["learner_step"] == 4.0
+        assert train_rows[-1]["rollout/episodes_resubmitted"] == len(pending)
     finally:
         _stop_cluster(temp, port)
         shutil.rmtree(temp, ignore_errors=True)

@@ -11,11 +11,12 @@ import torch  # noqa: E402
 
 from envs.library import get_task  # noqa: E402
 from envs.task_env import open_task_episode  # noqa: E402
-from rollout.agent_loop import LoopLimits, run_agent  # noqa: E402
+from rollout.agent_loop import run_agent  # noqa: E402
 from rollout.generators.hf import HFGenerator  # noqa: E402
 from rollout.generators.vllm_backend import VLLMGenerator  # noqa: E402
 from rollout.harness import Harness  # noqa: E402
-from rollout.types import SamplingParams  # noqa: E402
+from schema.config import LoopLimits  # noqa: E402
+from schema.records import SamplingParams  # noqa: E402
 from tests.test_rollout import TASK, assert_aligned, cache, renderer, tiny_path, tokenizer  # noqa: E402,F401
 
 pytestmark = pytest.mark.vllm

@@ -41,11 +41,11 @@ import msgspec
 
 from envs import untrusted_fs
 from envs.runtime.bridge import ToolBridge
-from envs.runtime.config import RuntimeConfig
 from envs.runtime.kernel import SandboxedKernel
 from envs.runtime.limits import LimitBackend
 from envs.runtime.output import render
 from envs.runtime.upstream import ToolCallRecord, Upstream, Upstreams, UpstreamSpec
+from schema.config import RuntimeConfig
 
 log = logging.getLogger(__name__)
 

@@ -37,9 +37,9 @@ from mcp.server.lowlevel import Server
 from mcp.types import CallToolResult, ListToolsResult, TextContent, Tool
 
 from envs.runtime import ptc_tool
-from envs.runtime.config import RuntimeConfig
 from envs.runtime.episode import Episode, Runtime
 from envs.runtime.upstream import Upstream, Upstreams, UpstreamSpec
+from schema.config import RuntimeConfig
 
 log = logging.getLogger(__name__)
 HARNESSES = ("ptc", "dtc", "hybrid")

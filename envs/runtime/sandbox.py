@@ -37,8 +37,9 @@ from pathlib import Path
 SHIM_DIR = Path(__file__).resolve().parent / "shim"
 _ENVS = Path(__file__).resolve().parents[1]
 #: the repository modules a task folder's code imports (envs/TASK_FORMAT.md): path under the code root → file
-TASK_CODE = {f"envs/{name}": _ENVS / name
-             for name in ("__init__.py", "library.py", "provenance.py", "taskkit.py", "untrusted_fs.py")}
+TASK_CODE = {**{f"envs/{name}": _ENVS / name
+                for name in ("__init__.py", "library.py", "provenance.py", "taskkit.py", "untrusted_fs.py")},
+             **{f"schema/{name}": _ENVS.parent / "schema" / name for name in ("__init__.py", "records.py")}}
 IN_KERNEL_DIR = "/run/progagent"
 IN_TOOLS_DIR = "/run/tools"
 IN_SHIM_DIR = "/opt/progagent"

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol, runtime_checkable
 
-from rollout.types import Generation, SamplingParams
+from schema.records import Generation, SamplingParams
 
 
 @runtime_checkable

@@ -18,7 +18,7 @@ from typing import Any
 import torch
 
 from rollout.generators.base import GeneratorError
-from rollout.types import Generation, SamplingParams
+from schema.records import Generation, SamplingParams
 
 
 def _sample(logp: torch.Tensor, sampling: SamplingParams, gen: torch.Generator) -> int:

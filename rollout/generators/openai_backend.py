@@ -16,7 +16,7 @@ from typing import Any
 
 from rollout.generators.base import GeneratorError
 from rollout.parser import _BLOCK
-from rollout.types import SamplingParams
+from schema.records import SamplingParams
 
 
 def to_api_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:

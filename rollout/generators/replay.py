@@ -20,7 +20,7 @@ from typing import Any
 import torch
 
 from rollout.generators.scripted import forced_logprobs
-from rollout.types import Generation, SamplingParams
+from schema.records import Generation, SamplingParams
 
 
 class ReplayGenerator:

@@ -13,7 +13,7 @@ from typing import Any
 import torch
 
 from rollout.generators.base import GeneratorError
-from rollout.types import Generation, SamplingParams
+from schema.records import Generation, SamplingParams
 
 
 def forced_logprobs(model: Any, prompt: list[int], reply: list[int], temperature: float) -> list[float]:

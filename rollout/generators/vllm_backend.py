@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from rollout.generators.base import GeneratorError
-from rollout.types import Generation, SamplingParams
+from schema.records import Generation, SamplingParams
 
 
 class WeightSyncExtension:
@@ -33,11 +33,11 @@ class WeightSyncExtension:
         self.reload_weights(weights_iterator=iter(weights.items()))
         return len(weights)
 
-    # --- GPU: NCCL broadcast from the learner (learner/weight_sync.py); not run on CPU machines ---
+    # --- GPU: NCCL broadcast from the learner (rollout/weight_sync.py); not run on CPU machines ---
     def progagent_init_weight_group(self, host: str, port: int, rank_offset: int, world_size: int) -> None:
         from vllm.distributed.parallel_state import get_world_group
 
-        from learner.weight_sync import stateless_nccl_group
+        from rollout.weight_sync import stateless_nccl_group
 
         rank = get_world_group().rank + rank_offset
         self._progagent_comm = stateless_nccl_group(host, port, rank, world_size, self.device)
@@ -45,7 +45,7 @@ class WeightSyncExtension:
     def progagent_receive_weights(self, manifest: list[tuple[str, str, list[int]]], timeout_s: float) -> int:
         import torch
 
-        from learner.weight_sync import wait_for_stream
+        from rollout.weight_sync import wait_for_stream
 
         stream = torch.cuda.current_stream()
 
@@ -129,7 +129,7 @@ class VLLMGenerator:
         self.policy_version = version
 
     async def init_weight_group(self, host: str, port: int, rank_offset: int, world_size: int) -> None:
-        """Join the learner's NCCL group (GPU only; see learner/weight_sync.py)."""
+        """Join the learner's NCCL group (GPU only; see rollout/weight_sync.py)."""
         await self.engine.collective_rpc("progagent_init_weight_group", args=(host, port, rank_offset, world_size))
 
     async def receive_weights(self, version: int, manifest: list, timeout_s: float = 300.0) -> None:

@@ -1,4 +1,4 @@
-"""The synthesis configuration (configs/synth.yaml) decoded into msgspec Structs.
+"""The synthesis configuration (configs/synth.yaml): msgspec Structs.
 
     cfg = load_synth_config("configs/synth.yaml", overrides=["max_repair_rounds=2", "domains=[library]"])
 
@@ -16,8 +16,8 @@ from typing import Any
 
 import msgspec
 
-from envs.runtime.config import RuntimeConfig
-from launch.yaml_config import ConfigError, decode, read_tree
+from schema.config import RuntimeConfig
+from schema.load import ConfigError, decode, read_tree
 
 __all__ = ["ConfigError", "SynthConfig", "load_synth_config"]
 

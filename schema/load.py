@@ -8,12 +8,16 @@ the field (msgspec's message) and the file's name, before anything starts.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgspec
 import yaml
 
+if TYPE_CHECKING:
+    from schema.config import TrainConfig
+
 T = TypeVar("T")
+S = TypeVar("S")
 
 
 class ConfigError(ValueError):
@@ -55,3 +59,21 @@ def decode(tree: Any, cls: type[T], path: str | Path | None = None, section: str
     except msgspec.ValidationError as exc:
         msg = str(exc).replace("`$", f"`$.{section}") if section else str(exc)
         raise ConfigError(f"{path or 'config'}: {msg}") from exc
+
+
+def load_config(path: str | Path | None = None, overrides: list[str] | None = None) -> TrainConfig:
+    """The run configuration: a YAML file (None: the defaults) plus `dotted.key=value` overrides."""
+    from schema.config import TrainConfig
+
+    return decode(read_tree(path, overrides), TrainConfig, path)
+
+
+def load_sections(path: str | Path | None, overrides: list[str] | None, section: str,
+                  cls: type[S]) -> tuple[TrainConfig, S]:
+    """The training config (fabric, tasks, model, W&B, Ray) plus one extra top-level section of the
+    same YAML file; `section.key=value` overrides reach the extra section."""
+    from schema.config import TrainConfig
+
+    tree = read_tree(path, overrides)
+    extra = tree.pop(section, None) or {}
+    return decode(tree, TrainConfig, path), decode(extra, cls, path, section)

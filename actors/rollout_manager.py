@@ -1,0 +1,286 @@
+"""The rollout manager of training: admission, dispatch (through the scheduler), the groups being
+filled, and the staleness accounting, in one object with one state.
+
+The rule (AReaL's, in groups). With `v` the number of GSPO updates the learner has taken in this run
+(never its SFT steps), `B` = groups_per_step and `s` = max_staleness, a new group is admitted while
+
+    capacity = (s + v + 1) × B − (accepted + running) > 0
+
+and the trajectories it holds plus those on their way leave room for one more group under
+`rollout.capacity` (a full manager stops admission until the learner takes some: backpressure).
+
+- running: admitted groups that are neither complete nor failed;
+- accepted: complete groups, buffered or already trained on, minus those dropped as stale.
+A group dropped as stale and a group that failed (one of its episodes failed `max_attempts` times: it
+can never complete) leave both counts: each frees its slot.
+
+Invariants (tests/test_rollout_manager.py checks them at load):
+- trained + buffered + dropped + failed + running = admitted, for groups; every (group_id,
+  sample_idx) is trained, dropped stale, failed, buffered or pending, exactly once;
+- episodes in flight (queued or running on env workers) ≤ (s + 1) × B × G: accepted ≥ v × B,
+  because every update consumed B accepted groups;
+- staleness of a trained group (learner version − the oldest policy version of its samples) ≤ s,
+  else it is dropped, not trained on.
+
+Order. Groups are consumed in admission order: a step takes the next B complete groups by admission
+number, waiting for the oldest ones to complete (a failed group is skipped). Its episodes carry that
+number as their scheduler priority, so after an env worker dies its episodes are re-run group by
+group, the oldest first: the next step waits for one step's worth of episodes plus those re-runs,
+not for a queue of everything in flight. It also makes a run reproducible: the batch of a step
+depends on the seeds and the outcomes, not on which episode finished first, and a resumed run
+takes the same batches as an uninterrupted one.
+
+`state()` is everything a checkpoint needs (counters, the sampler, every group with the
+trajectories it holds and the requests still pending), taken at one instant in the driver's event
+loop: nothing is patched together from two states. `load_state` resumes: pending requests are
+submitted again with their priorities.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from collections.abc import Callable
+from typing import Any
+
+import msgspec
+
+from actors.scheduler import EpisodeOutcome, Scheduler
+from schema.config import RolloutConfig
+from schema.records import EpisodeRequest, TaskRef, Trajectory
+
+log = logging.getLogger(__name__)
+
+
+class TaskSampler:
+    """(task, scale) pairs drawn with the configured scale mix, reproducibly."""
+
+    def __init__(self, task_ids: list[str], scale_weights: dict[str, float], seed: int):
+        if not task_ids:
+            raise ValueError("no tasks to train on")
+        self.task_ids = sorted(task_ids)
+        self.scales = [s for s, w in sorted(scale_weights.items()) if w > 0]
+        if not self.scales:
+            raise ValueError("no scale has a positive weight in tasks.scales")
+        self.weights = [scale_weights[s] for s in self.scales]
+        self.rng = random.Random(seed)
+
+    def draw(self) -> tuple[str, str]:
+        return self.rng.choice(self.task_ids), self.rng.choices(self.scales, self.weights)[0]
+
+
+class Group(msgspec.Struct):
+    """One group of G samples of a (task, scale): what it holds and what is still running."""
+
+    seq: int  # admission number: the group's place in the consumption order
+    group_id: str
+    task_id: str
+    scale: str
+    samples: dict[int, Trajectory] = {}
+    pending: list[int] = []  # sample indices still queued or running
+    failed: str | None = None
+
+
+class ManagerState(msgspec.Struct):
+    updates: int
+    version: int
+    admitted: int
+    accepted: int
+    counters: dict[str, int]
+    rng: list[Any]
+    groups: list[Group]  # not yet trained on, dropped or failed, in admission order
+
+
+class RolloutManager:
+    def __init__(self, scheduler: Scheduler, sampler: TaskSampler, cfg: RolloutConfig, groups_per_step: int, *,
+                 harness: str, library: str = "", seed: int = 0,
+                 on_retire: Callable[[Group, str], None] | None = None):
+        """`on_retire(group, why)`: told of every group that leaves the manager, `why` one of
+        "trained", "stale" (dropped), "failed" (a ledger for checks; the manager keeps none)."""
+        self.scheduler = scheduler
+        self.sampler = sampler
+        self.cfg = cfg
+        self.groups_per_step = groups_per_step
+        self.harness = harness
+        self.library = library
+        self.seed = seed
+        self.on_retire = on_retire
+        self.updates = 0  # GSPO updates in this run
+        self.version = 0  # the learner's policy version (counts SFT steps too: staleness compares versions)
+        self.admitted = 0
+        self.accepted = 0
+        self.groups: dict[str, Group] = {}
+        self.counters = {"groups_trained": 0, "groups_dropped_stale": 0, "groups_failed": 0, "admission_held_full": 0,
+                         "episodes_done": 0, "episodes_failed": 0, "episodes_resubmitted": 0, "duplicates": 0,
+                         "max_in_flight": 0}
+        self._changed = asyncio.Event()
+        self._started = False
+
+    # ---------------------------------------------------------------- accounting
+    @property
+    def running(self) -> int:
+        return sum(1 for g in self.groups.values() if g.failed is None and g.pending)
+
+    @property
+    def held(self) -> int:
+        """Trajectories held (in complete groups waiting, and in groups being filled)."""
+        return sum(len(g.samples) for g in self.groups.values())
+
+    @property
+    def in_flight(self) -> int:
+        """Episodes queued or running on env workers for this manager's groups."""
+        return sum(len(g.pending) for g in self.groups.values() if g.failed is None)
+
+    def capacity(self) -> int:
+        s, b = self.cfg.max_staleness, self.groups_per_step
+        return (s + self.updates + 1) * b - (self.accepted + self.running)
+
+    # ---------------------------------------------------------------- admission and dispatch
+    def start(self) -> None:
+        """Start admitting (and re-submit what a loaded state left pending)."""
+        self._started = True
+        for g in sorted(self.groups.values(), key=lambda g: g.seq):
+            for idx in g.pending:
+                self.counters["episodes_resubmitted"] += 1
+                self._submit(g, idx)
+        self._admit()
+
+    def _admit(self) -> None:
+        if not self._started:
+            return
+        while self.capacity() > 0:
+            if self.held + self.in_flight + self.cfg.group_size > self.cfg.capacity:
+                self.counters["admission_held_full"] += 1  # the manager is full: the learner must take some first
+                break
+            task_id, scale = self.sampler.draw()
+            seq = self.admitted
+            self.admitted += 1
+            g = Group(seq=seq, group_id=f"g{seq:06d}-{task_id}-{scale}", task_id=task_id, scale=scale,
+                      pending=list(range(self.cfg.group_size)))
+            self.groups[g.group_id] = g
+            for idx in g.pending:
+                self._submit(g, idx)
+        self.counters["max_in_flight"] = max(self.counters["max_in_flight"], self.in_flight)
+
+    def request(self, g: Group, idx: int) -> EpisodeRequest:
+        return EpisodeRequest(env=TaskRef(g.task_id, g.scale, self.library), group_id=g.group_id, sample_idx=idx,
+                              harness=self.harness, seed=self.seed * 1_000_003 + g.seq * 97 + idx)
+
+    def _submit(self, g: Group, idx: int) -> None:
+        self.scheduler.submit(self.request(g, idx), self._file, priority=(g.seq, idx))
+
+    def _file(self, out: EpisodeOutcome) -> None:
+        """An episode's outcome into its group (called by the scheduler, once per request)."""
+        g = self.groups.get(out.request.group_id)
+        idx = out.request.sample_idx
+        if g is None or g.failed is not None or idx not in g.pending:
+            self.counters["duplicates"] += 1
+            return
+        g.pending.remove(idx)
+        if out.trajectory is None:
+            self.counters["episodes_failed"] += 1
+            self._fail(g, f"{out.failure}: {out.detail}")
+        else:
+            self.counters["episodes_done"] += 1
+            g.samples[idx] = out.trajectory
+            if not g.pending:
+                self.accepted += 1
+        self._admit()
+        self._changed.set()
+
+    def _fail(self, g: Group, why: str) -> None:
+        """The group can never complete: its samples are dropped and its slot freed."""
+        log.warning("group %s failed (%s); its %d finished samples are dropped", g.group_id, why, len(g.samples))
+        g.failed = why
+        self._retire(g, "failed")
+        self.scheduler.cancel_group(g.group_id)
+        g.pending = []
+        g.samples = {}
+        self.counters["groups_failed"] += 1
+        del self.groups[g.group_id]
+
+    def _retire(self, g: Group, why: str) -> None:
+        if self.on_retire is not None:
+            self.on_retire(g, why)
+
+    # ---------------------------------------------------------------- the learner's side
+    def updated(self, version: int) -> None:
+        """The learner took a GSPO update and published `version`: one more step's groups may start."""
+        self.updates += 1
+        self.version = version
+        self._admit()
+
+    def set_version(self, version: int) -> None:
+        """The learner's current policy version (after SFT, or a restore), without an update."""
+        self.version = version
+
+    def _next_ready(self) -> Group | None | bool:
+        """The oldest group if it is complete (True: the oldest is still running; None: nothing admitted)."""
+        if not self.groups:
+            return None
+        g = min(self.groups.values(), key=lambda g: g.seq)
+        return g if not g.pending else True
+
+    async def take(self, n: int, timeout_s: float | None = None) -> list[list[Trajectory]]:
+        """The next `n` groups in admission order, complete and fresh enough (stale ones are dropped and
+        their slots freed); fewer if `timeout_s` passes first."""
+        loop = asyncio.get_running_loop()
+        deadline = None if timeout_s is None else loop.time() + timeout_s
+        taken: list[list[Trajectory]] = []
+        while len(taken) < n:
+            nxt = self._next_ready()
+            if isinstance(nxt, Group):
+                del self.groups[nxt.group_id]
+                group = [nxt.samples[i] for i in sorted(nxt.samples)]
+                staleness = self.version - min(t.policy_version for t in group)
+                if staleness > self.cfg.max_staleness:
+                    self.accepted -= 1
+                    self.counters["groups_dropped_stale"] += 1
+                    self._retire(nxt, "stale")
+                    self._admit()
+                    continue
+                self.counters["groups_trained"] += 1
+                self._retire(nxt, "trained")
+                taken.append(group)
+                continue
+            if not self._started:
+                break
+            self._changed.clear()
+            remaining = None if deadline is None else deadline - loop.time()
+            if remaining is not None and remaining <= 0:
+                break
+            try:
+                await asyncio.wait_for(self._changed.wait(), remaining)
+            except TimeoutError:
+                break
+        self._admit()  # what was taken made room under `capacity`
+        return taken
+
+    def stop(self) -> None:
+        """No more admissions; the episodes still queued or running are cancelled (a checkpoint taken
+        before keeps them as pending, and a resumed run submits them again)."""
+        self._started = False
+        for g in self.groups.values():
+            if g.pending:
+                self.scheduler.cancel_group(g.group_id)
+        self._changed.set()
+
+    # ---------------------------------------------------------------- checkpoints
+    def stats(self) -> dict[str, float]:
+        return {**self.counters, "admitted": self.admitted, "accepted": self.accepted, "running": self.running,
+                "in_flight": self.in_flight, "held": self.held, "capacity": self.capacity(),
+                "updates": self.updates, **{f"scheduler_{k}": v for k, v in self.scheduler.counters.items()}}
+
+    def state(self) -> bytes:
+        st = ManagerState(updates=self.updates, version=self.version, admitted=self.admitted, accepted=self.accepted,
+                          counters=dict(self.counters), rng=list(self.sampler.rng.getstate()),
+                          groups=sorted(self.groups.values(), key=lambda g: g.seq))
+        return msgspec.msgpack.encode(st)
+
+    def load_state(self, data: bytes) -> None:
+        st = msgspec.msgpack.decode(data, type=ManagerState)
+        self.updates, self.version, self.admitted, self.accepted = st.updates, st.version, st.admitted, st.accepted
+        self.counters.update(st.counters)
+        self.sampler.rng.setstate((st.rng[0], tuple(st.rng[1]), st.rng[2]))
+        self.groups = {g.group_id: g for g in st.groups}

@@ -1,0 +1,334 @@
+"""The one scheduler of episodes on env workers, and its one retry policy.
+
+Training, SFT teacher collection, evaluation before/after, sweeps, difficulty filtering and
+`harbor run` all run their episodes through `Scheduler`; none talks to env workers directly.
+
+Work is pulled: each live env worker has `concurrency` slots, and each slot takes the next job from
+one priority queue (lowest `priority` first, then submission order). A caller that needs some
+episodes done before others says so with the priority: the rollout manager gives every episode its
+group's admission number, so the re-runs of a dead worker's episodes go before any newer group's,
+and a step's groups complete in order.
+
+The retry policy (what each outcome means):
+- the env worker died (its actor is gone): the episode goes back to the queue with its priority and
+  runs on another worker; a replacement worker starts in the background (`EnvWorkers.new`). Not an
+  attempt of the episode, but an episode that sees `max_attempts` workers die under it fails
+  ("worker_died"): a program that takes its worker down every time must not take every worker.
+- the episode raised (its environment did not open, a worker-side bug): an attempt; retried.
+- the generator failed (`termination == "generator_error"`): an attempt; retried; after
+  `max_attempts` a failure ("generator_error") that is never trained on and never cached.
+- a verifier error is a verdict (`Trajectory.verifier_error`, reward 0), not a failure: the final
+  state the policy left is what could not be judged (refused, or a verifier timeout).
+Each caller says which failures count against it (its docstring).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import msgspec
+import ray
+
+from schema.records import EpisodeRequest, Trajectory
+
+log = logging.getLogger(__name__)
+
+#: what ends an episode without a trajectory to use (EpisodeOutcome.failure)
+FAILURES = ("worker_died", "error", "generator_error")
+_DIED = (ray.exceptions.RayActorError, ray.exceptions.ActorUnavailableError)
+
+
+class EpisodeOutcome(msgspec.Struct):
+    request: EpisodeRequest
+    trajectory: Trajectory | None  # None when it failed
+    failure: str | None = None  # one of FAILURES
+    detail: str = ""  # the last error, for the log and the report
+    attempts: int = 0  # counted attempts (errors and generator errors)
+    worker_deaths: int = 0  # workers that died under it (re-run elsewhere)
+
+
+class _Job:
+    __slots__ = ("req", "priority", "done", "attempts", "deaths", "detail", "cancelled", "queued")
+
+    def __init__(self, req: EpisodeRequest, priority: Any, done: Callable[[EpisodeOutcome], None]):
+        self.req, self.priority, self.done = req, priority, done
+        self.attempts = self.deaths = 0
+        self.detail = ""
+        self.cancelled = False
+        self.queued = False
+
+
+class EnvWorkers:
+    """The live env worker actors and how to make another. `new()` makes a worker (an actor handle);
+    every handle ever made is kept in `made` so that the fabric can kill them all at the end."""
+
+    def __init__(self, handles: list[Any], new: Callable[[], Any] | None, concurrency: int):
+        self.live = list(handles)
+        self.made = list(handles)
+        self.new = new
+        self.concurrency = concurrency
+        self.replaced = 0
+
+
+class Scheduler:
+    def __init__(self, workers: EnvWorkers, max_attempts: int = 3, replace_timeout_s: float = 600.0):
+        self.workers = workers
+        self.max_attempts = max_attempts
+        self.replace_timeout_s = replace_timeout_s
+        self._queue: asyncio.PriorityQueue[tuple[Any, int, _Job]] = asyncio.PriorityQueue()
+        self._order = itertools.count()
+        self.queued = 0  # jobs waiting for a slot (not cancelled)
+        self._slots: set[asyncio.Task] = set()
+        self._running: dict[Any, _Job] = {}  # ObjectRef -> job
+        self._jobs_by_group: dict[str, list[_Job]] = {}
+        self._replacing: set[asyncio.Task] = set()
+        self.counters = {"episodes_run": 0, "reruns_worker_died": 0, "retries": 0, "failed": 0,
+                         "workers_replaced": 0}
+        self._started = False
+        self._stopped = False
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    # ---------------------------------------------------------------- the queue
+    def submit(self, req: EpisodeRequest, done: Callable[[EpisodeOutcome], None], priority: Any = 0) -> Any:
+        """Run `req`; `done(outcome)` is called once, in this event loop, when it has an outcome (unless
+        cancelled). Returns a token for `cancel`."""
+        self._bind_loop()
+        job = _Job(req, priority, done)
+        self._jobs_by_group.setdefault(req.group_id, []).append(job)
+        self._push(job)
+        if not self._started:
+            self.start()
+        return job
+
+    def _bind_loop(self) -> None:
+        """The slots live in the event loop that submits. A caller that runs one `asyncio.run` after
+        another (a notebook, a test session, a CLI that resumes) gets new slots in its new loop; what was
+        queued moves over, and what was running in the old loop (cancelled with it) is lost to it."""
+        loop = asyncio.get_running_loop()
+        if self._loop is loop:
+            return
+        queued = []
+        while not self._queue.empty():
+            queued.append(self._queue.get_nowait())
+        self._queue = asyncio.PriorityQueue()
+        for item in queued:
+            self._queue.put_nowait(item)
+        self._slots, self._running = set(), {}
+        started, self._loop = self._started, loop
+        if started:
+            self.start()
+
+    def cancel(self, tokens: list[Any]) -> None:
+        """Cancel these submissions (queued: dropped; running: cancelled on their worker); their
+        `done` is not called."""
+        for job in tokens:
+            self._cancel(job)
+        self._cancel_running()
+
+    def _cancel(self, job: _Job) -> bool:
+        if job.cancelled:
+            return False
+        job.cancelled = True
+        self.queued -= job.queued
+        job.queued = False
+        group = self._jobs_by_group.get(job.req.group_id)
+        if group is not None and job in group:
+            group.remove(job)
+            if not group:
+                del self._jobs_by_group[job.req.group_id]
+        return True
+
+    def _cancel_running(self) -> None:
+        for ref, job in list(self._running.items()):
+            if job.cancelled:
+                ray.cancel(ref)
+
+    def _push(self, job: _Job) -> None:
+        job.queued = True
+        self.queued += 1
+        self._queue.put_nowait((job.priority, next(self._order), job))
+        if not self.workers.live and not self._replacing:
+            self._fail_queued()  # no worker is left and none is coming
+
+    def cancel_group(self, group_id: str) -> int:
+        """Drop the group's jobs still queued, and cancel those running (their outcomes are not
+        reported). Returns how many were dropped or cancelled."""
+        n = sum(self._cancel(job) for job in list(self._jobs_by_group.get(group_id, [])))
+        self._cancel_running()
+        return n
+
+    @property
+    def running(self) -> int:
+        return len(self._running)
+
+    async def run_all(self, reqs: list[EpisodeRequest]) -> list[EpisodeOutcome]:
+        """Every request's outcome, in the requests' order (priority = that order)."""
+        loop = asyncio.get_running_loop()
+        futures = [loop.create_future() for _ in reqs]
+        tokens = [self.submit(req, lambda out, f=fut: f.done() or f.set_result(out), priority=i)
+                  for i, (req, fut) in enumerate(zip(reqs, futures, strict=True))]
+        try:
+            return list(await asyncio.gather(*futures))
+        except asyncio.CancelledError:
+            self.cancel(tokens)
+            raise
+
+    # ---------------------------------------------------------------- the workers' slots
+    def start(self) -> None:
+        self._started = True
+        self._loop = asyncio.get_running_loop()
+        for handle in list(self.workers.live):
+            self._add_slots(handle)
+
+    def _add_slots(self, handle: Any) -> None:
+        for _ in range(max(1, self.workers.concurrency)):
+            task = asyncio.get_running_loop().create_task(self._slot(handle))
+            self._slots.add(task)
+            task.add_done_callback(self._slots.discard)
+
+    async def _next(self) -> _Job:
+        while True:
+            *_, job = await self._queue.get()
+            if not job.cancelled:
+                job.queued = False
+                self.queued -= 1
+                return job
+
+    def _fail_queued(self) -> None:
+        """Every queued job fails ("worker_died"): there is no worker to run it, and none coming."""
+        while not self._queue.empty():
+            *_, job = self._queue.get_nowait()
+            if not job.cancelled:
+                job.queued = False
+                self.queued -= 1
+                job.detail = job.detail or "no env worker is left"
+                self._finish(job, None, "worker_died")
+
+    async def _slot(self, handle: Any) -> None:
+        while handle in self.workers.live:
+            job = await self._next()
+            if handle not in self.workers.live:  # it died while this slot waited: the job goes to another
+                self._push(job)
+                return
+            ref = handle.run.remote(msgspec.structs.replace(job.req, attempt=job.attempts + job.deaths))
+            self._running[ref] = job
+            try:
+                traj: Trajectory = await ref
+            except _DIED as exc:
+                self._running.pop(ref, None)
+                self._worker_died(handle, exc)
+                job.deaths += 1
+                job.detail = f"env worker died: {type(exc).__name__}"
+                self.counters["reruns_worker_died"] += 1
+                if job.deaths >= self.max_attempts:
+                    self._finish(job, None, "worker_died")
+                elif not job.cancelled:
+                    self._push(job)
+                return
+            except asyncio.CancelledError:
+                ray.cancel(ref)
+                raise
+            except Exception as exc:  # noqa: BLE001 - ray.exceptions.TaskCancelledError, a worker-side error
+                self._running.pop(ref, None)
+                if job.cancelled:
+                    continue
+                job.attempts += 1
+                job.detail = f"{type(exc).__name__}: {str(exc)[-500:]}"
+                log.warning("episode %s#%d failed (attempt %d): %s", job.req.group_id, job.req.sample_idx,
+                            job.attempts, job.detail)
+                self._retry_or_fail(job, "error")
+                continue
+            self._running.pop(ref, None)
+            self.counters["episodes_run"] += 1
+            if job.cancelled:
+                continue
+            if traj.termination == "generator_error":
+                job.attempts += 1
+                job.detail = "the generator failed"
+                self._retry_or_fail(job, "generator_error")
+                continue
+            self._finish(job, traj, None)
+
+    def _retry_or_fail(self, job: _Job, failure: str) -> None:
+        if job.attempts >= self.max_attempts:
+            self._finish(job, None, failure)
+        else:
+            self.counters["retries"] += 1
+            self._push(job)
+
+    def _finish(self, job: _Job, traj: Trajectory | None, failure: str | None) -> None:
+        group = self._jobs_by_group.get(job.req.group_id)
+        if group is not None:
+            group.remove(job)
+            if not group:
+                del self._jobs_by_group[job.req.group_id]
+        if failure is not None:
+            self.counters["failed"] += 1
+            log.error("episode %s#%d failed for good (%s): %s", job.req.group_id, job.req.sample_idx, failure,
+                      job.detail)
+        try:
+            job.done(EpisodeOutcome(job.req, traj, failure, job.detail, job.attempts, job.deaths))
+        except Exception:  # noqa: BLE001 - a caller's callback must not take a worker's slot down
+            log.exception("the outcome of %s#%d could not be delivered", job.req.group_id, job.req.sample_idx)
+
+    def _worker_died(self, handle: Any, exc: BaseException) -> None:
+        if handle not in self.workers.live:
+            return
+        self.workers.live.remove(handle)
+        log.warning("an env worker died (%s); %d left; %s", type(exc).__name__, len(self.workers.live),
+                    "starting a replacement" if self.workers.new else "no replacement (none can be made)")
+        if self.workers.new is not None and not self._stopped:
+            task = asyncio.get_running_loop().create_task(self._replace())
+            self._replacing.add(task)
+            task.add_done_callback(self._replacing.discard)
+        elif not self.workers.live:
+            self._fail_queued()
+
+    async def _replace(self) -> None:
+        """A new env worker in the background; its slots start when it is ready. Retried with a growing
+        pause while the cluster has no room for it (a node is being replaced)."""
+        delay = 1.0
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.replace_timeout_s
+        while not self._stopped and loop.time() < deadline:
+            handle = self.workers.new()
+            self.workers.made.append(handle)
+            try:
+                await asyncio.wait_for(handle.ready.remote(), max(1.0, deadline - loop.time()))
+            except (Exception, TimeoutError) as exc:  # noqa: BLE001 - retried
+                log.warning("a replacement env worker did not start (%s); retrying in %.0f s", exc, delay)
+                ray.kill(handle)
+                await asyncio.sleep(delay)
+                delay = min(60.0, delay * 2)
+                continue
+            self.workers.live.append(handle)
+            self.workers.replaced += 1
+            self.counters["workers_replaced"] += 1
+            self._add_slots(handle)
+            return
+        log.error("no replacement env worker started within %.0f s", self.replace_timeout_s)
+        if not self.workers.live:
+            self._replacing.discard(asyncio.current_task())
+            self._fail_queued()
+
+    def add_worker(self, handle: Any) -> None:
+        """Rollout capacity grows while running: the new worker's slots take the next jobs."""
+        self.workers.live.append(handle)
+        self.workers.made.append(handle)
+        if self._started:
+            self._add_slots(handle)
+
+    async def stop(self) -> None:
+        """Stop every slot and replacement, and cancel the episodes running on workers."""
+        self._stopped = True
+        for ref in list(self._running):
+            ray.cancel(ref)
+        tasks = [*self._slots, *self._replacing]
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        self._running.clear()

@@ -1,0 +1,117 @@
+"""One judged episode in any environment: the only place that opens, drives, stops and judges one.
+
+    traj = await run_episode(env, runtime, generator, renderer, "ptc")           # judged here
+    traj = await run_episode(env, runtime, generator, renderer, "ptc",
+                             judge=Shipped(call_judge))                           # judged on a Judge actor
+
+The steps (envs/episode_env.py for the contract): open the environment in the runtime → the agent
+loop (rollout/agent_loop.py) → stop the sandbox (nothing a program left running changes the state
+after this) → the judging's `final` on the stopped state, within its deadline → close → the
+judging's `verdict` → the trajectory with its verdict (schema/records.judged).
+
+Limits: an episode takes the smaller of the run's and the environment's: turns (LoopLimits.max_turns
+and the task's [limits] max_turns), the per-program timeout (the runtime's program_timeout_s and
+the task's), and the environment's wall clock for the whole loop (Harbor's [agent] timeout_sec). The
+harness tells the model the limits that apply (its tool description), so they are built here.
+
+A generator, the environment and the judge can fail; none of it raises out of here except the
+environment failing to open (the caller's scheduler re-runs such an episode): a failed generation
+is the `generator_error` termination, a verifier that cannot judge is a `Verdict.failed`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol
+
+import msgspec
+
+from envs.episode_env import SNAPSHOT_TIMEOUT_S, EpisodeEnv, StateRefused
+from envs.runtime.episode import Episode, Runtime
+from rollout.agent_loop import ChatRenderer, run_agent
+from rollout.harness import Harness
+from schema.config import LoopLimits
+from schema.records import EnvRef, SamplingParams, Trajectory, Verdict, judged
+
+
+class Judging(Protocol):
+    """How an episode is judged: `final` runs on the stopped episode (before it closes), `verdict`
+    after it closed (so a slow judge elsewhere does not hold the episode's folders)."""
+
+    async def final(self, env: EpisodeEnv, episode: Episode, answer: str) -> Any: ...
+
+    async def verdict(self, env: EpisodeEnv, final: Any, answer: str) -> Verdict: ...
+
+
+class InProcess:
+    """The verifier runs here, in a thread, on the live final state, within the environment's judge
+    deadline (past it a Verdict error; the thread is left to end)."""
+
+    async def final(self, env: EpisodeEnv, episode: Episode, answer: str) -> Verdict:
+        try:
+            return await asyncio.wait_for(asyncio.to_thread(env.judge, episode.final_state(), answer),
+                                          env.judge_timeout_s)
+        except TimeoutError:
+            return Verdict.failed(f"the verifier did not finish within {env.judge_timeout_s:.0f} s")
+
+    async def verdict(self, env: EpisodeEnv, final: Verdict, answer: str) -> Verdict:
+        return final
+
+
+class Shipped:
+    """The final state is snapshotted (bounded, within SNAPSHOT_TIMEOUT_S) and judged elsewhere by
+    `call(ref, state, answer)` (a Judge actor). A state that cannot be shipped is the verdict."""
+
+    def __init__(self, call: Callable[[EnvRef, bytes, str], Awaitable[Verdict]]):
+        self.call = call
+
+    async def final(self, env: EpisodeEnv, episode: Episode, answer: str) -> bytes | Verdict:
+        try:
+            return await asyncio.wait_for(asyncio.to_thread(env.snapshot, episode.final_state()), SNAPSHOT_TIMEOUT_S)
+        except StateRefused as exc:
+            return Verdict.failed(str(exc))
+        except TimeoutError:
+            return Verdict.failed(f"the final state could not be shipped to a judge within {SNAPSHOT_TIMEOUT_S:.0f} s")
+        except Exception as exc:  # noqa: BLE001 - an unreadable state is the sample's verdict, not a lost sample
+            return Verdict.failed(f"the final state could not be shipped to a judge: {type(exc).__name__}: {exc}")
+
+    async def verdict(self, env: EpisodeEnv, final: bytes | Verdict, answer: str) -> Verdict:
+        return final if isinstance(final, Verdict) else await self.call(env.ref, final, answer)
+
+
+def _least(*values: float | None) -> float | None:
+    given = [v for v in values if v is not None]
+    return min(given) if given else None
+
+
+async def run_episode(env: EpisodeEnv, runtime: Runtime, generator: Any, renderer: ChatRenderer, harness: str, *,
+                      group_id: str = "", sample_idx: int = 0, limits: LoopLimits | None = None,
+                      sampling: SamplingParams | None = None, judge: Judging | None = None) -> Trajectory:
+    """One judged episode (module docstring). `generator` is a Generator, or a callable that makes one
+    from the open episode (the oracle teacher reads the kernel's final answer)."""
+    limits = limits or LoopLimits()
+    judge = judge or InProcess()
+    config = runtime.config
+    own = env.limits
+    turns = int(_least(limits.max_turns, own.max_turns))
+    program_timeout = float(_least(config.program_timeout_s, own.program_timeout_s))
+    deadline = None if own.episode_timeout_s is None else time.monotonic() + own.episode_timeout_s
+    tools = Harness(harness, max_output_chars=config.max_output_chars, program_timeout_s=program_timeout)
+    t0 = time.monotonic()
+    episode = await env.open(runtime)
+    try:
+        if callable(generator) and not hasattr(generator, "generate"):
+            generator = generator(episode)
+        traj = await run_agent(generator, renderer, episode, tools, env.instruction, task_id=env.ref.task_id,
+                               scale=env.ref.scale, group_id=group_id or f"{env.ref.task_id}-{env.ref.scale}",
+                               sample_idx=sample_idx, limits=msgspec.structs.replace(limits, max_turns=turns),
+                               sampling=sampling, deadline=deadline)
+        await episode.stop()
+        final = await judge.final(env, episode, traj.final_answer)
+    finally:
+        await episode.close()
+    traj = judged(traj, await judge.verdict(env, final, traj.final_answer))
+    traj.metrics["episode_s"] = time.monotonic() - t0  # open to verdict, this episode's wall time
+    return traj

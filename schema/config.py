@@ -1,0 +1,309 @@
+"""Every configuration of a run: msgspec Structs decoded from YAML (schema/load.py), the one source
+of truth. Each field does what its comment says, or it does not exist.
+
+    cfg = load_config("configs/local.yaml", ["train.steps=4", "fabric.env_workers=2"])   # a TrainConfig
+
+Sections: `run`, `model`, `tasks`, `fabric` (generators, env workers and their runtime, judges, the
+learner's placement), `rollout` (groups, staleness, the in-flight window), `learner`, `sft`, `train`,
+`eval`, `wandb`, `ray`; evaluation sweeps and difficulty filtering read their own `sweep:` and
+`filter:` sections of the same file (SweepSettings, FilterSettings); synthesis has its own file
+(schema/synth.py).
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from schema.records import SCALES, SamplingParams
+
+GiB = 1024**3
+
+
+# ---------------------------------------------------------------- the PTC runtime (envs/runtime)
+
+class RuntimeConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """Settings of the PTC runtime (envs/runtime/episode.Runtime)."""
+
+    program_timeout_s: float = 120.0
+    #: how long an interrupted kernel may take to come back before it is restarted
+    interrupt_grace_s: float = 3.0
+    #: printed output returned to the model is cut to this many characters (a marker says how much)
+    max_output_chars: int = 50_000
+    memory_bytes: int = 2 * GiB
+    max_processes: int = 256
+    #: "auto" picks cgroup2 where delegated, else cgroup1, else rlimits; or force one of them
+    limits: str = "auto"
+    #: sandboxed kernels kept started and ready so that opening an episode does not pay a start
+    warm_pool: int = 2
+    #: a tool call from a program that takes longer than this fails with ToolError
+    tool_timeout_s: float = 60.0
+    #: tool calls of one episode running at once (more wait, holding no thread): one episode cannot
+    #: take every worker thread of the in-process tool servers it shares a process with
+    max_tool_calls_in_flight: int = 8
+    #: a tool call's record (the episode's call log, trajectories) keeps arguments, result text and
+    #: error up to this many characters each (previews beyond; the full length is kept)
+    call_record_chars: int = 65_536
+    #: calls recorded per episode; later ones are counted, not kept
+    max_call_records: int = 20_000
+    #: raise ToolError when a server reports failure only in its text (see upstream.looks_like_error)
+    error_heuristic: bool = True
+    #: show the value of a program's last expression (like a notebook) in addition to prints
+    show_last_expression: bool = False
+    kernel_start_timeout_s: float = 30.0
+    #: disk one episode may add to its host folders (workspace, database, kernel run folder), in
+    #: allocated bytes; no single file a sandboxed process writes grows past it (RLIMIT_FSIZE)
+    disk_bytes: int = 512 * 2**20
+    #: files and folders one episode may add, and how deep its folders may nest
+    disk_entries: int = 20_000
+    disk_depth: int = 64
+    #: how often the watchdog measures a running program's disk use (episode.py)
+    disk_check_s: float = 0.25
+
+
+# ---------------------------------------------------------------- rollouts (rollout/, actors/)
+
+class LoopLimits(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """The agent loop's limits (rollout/agent_loop.py); an environment's own limits may be stricter
+    (envs/episode_env.EnvLimits: the smaller applies)."""
+
+    max_turns: int = 30
+    max_context_tokens: int = 32_768
+    max_new_tokens: int = 1024
+    max_calls_per_turn: int = 1
+
+
+#: a model named `openai:NAME` is served by the openai backend
+API_PREFIX = "openai:"
+
+
+class GeneratorSpec(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """One generator of the pool (actors/generator_pool.py). The model it serves is the run's
+    `model.path`, or the model an evaluation names: not a field here."""
+
+    backend: str = "transformers"  # "transformers" | "vllm" | "replay" (forced script) | "openai" (chat API)
+    base_url: str = ""  # "openai": the endpoint, e.g. http://host:8000/v1 ("" = $OPENAI_BASE_URL or OpenAI's)
+    api_key_env: str = "OPENAI_API_KEY"  # "openai": the variable holding the key (read by the generator)
+    max_model_len: int = 32_768
+    gpu_memory_utilization: float = 0.85
+    tensor_parallel_size: int = 1
+    num_gpus: float = 0.0
+    num_cpus: float = 1.0
+    threads: int = 1
+    script: list[str] = []  # the replies of the "replay" backend, one per turn
+
+
+class EnvWorkerConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """One env worker (actors/env_worker.py). The task library is named by each request's
+    environment (schema/records.TaskRef), not here."""
+
+    concurrency: int = 4  # episodes at once
+    harness: str = "ptc"  # the harness of training and of the evaluation before/after
+    limits: LoopLimits = LoopLimits()
+    sampling: SamplingParams = SamplingParams()
+    runtime: RuntimeConfig = RuntimeConfig(warm_pool=2)
+    judge_retries: int = 3  # a judge that dies: tried again (on another judge) this many times
+    num_cpus: float = 1.0
+
+
+class RolloutConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """Groups, staleness and the in-flight window (actors/rollout_manager.py states the rule)."""
+
+    group_size: int = 4  # samples per (task, scale) group: GSPO's group
+    #: a group may be trained on at most this many GSPO updates after its oldest token was generated;
+    #: 0 is the synchronous loop (generate a step's groups, train, repeat)
+    max_staleness: int = 1
+    #: trajectories the manager holds at most (buffered, not yet trained on); when full, no new group
+    #: starts until the learner takes some
+    capacity: int = 4096
+    #: attempts of one episode that ended in a generator error or whose environment failed, before its
+    #: group is dropped (a dead env worker's episodes are re-run without counting)
+    max_attempts: int = 3
+
+
+class PolicyLossConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """The policy loss by registry name (learner/losses.py) and its knobs; here, without torch, so that
+    reading a run config does not import it."""
+
+    name: str = "gspo"
+    clip_low: float = 3e-4
+    clip_high: float = 4e-4
+    aggregation: str = "seq-mean-token-mean"  # | "token-mean" | "seq-mean-token-sum"
+    adv_eps: float = 1e-6
+    std_normalize: bool = True
+    filter_equal_reward_groups: bool = False
+    #: truncated importance sampling: weight tokens by min(π_old_learner / π_behaviour, cap); 0 = off
+    tis_cap: float = 0.0
+    #: scale of negative advantages (1 = GSPO as published). A tiny model shares most parameters
+    #: between tokens: pushing down a failed sample's plausible code tokens also pushes down the same
+    #: tokens on the correct path (already near p = 1, so the positive samples' gradient is small);
+    #: < 1 keeps the update dominated by what worked. See the notes of configs/local.yaml.
+    negative_advantage_scale: float = 1.0
+
+
+class OptimConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    lr: float = 1e-6
+    weight_decay: float = 0.0
+    betas: tuple[float, float] = (0.9, 0.999)
+    eps: float = 1e-8
+    grad_clip: float = 1.0
+    warmup_steps: int = 0
+
+
+class MegatronConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    tensor_parallel: int = 1
+    pipeline_parallel: int = 1
+    context_parallel: int = 1
+    data_parallel: int = 1
+    distributed_optimizer: bool = True
+    sequence_parallel: bool = False
+
+
+class SFTConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    epochs: int = 3
+    batch_size: int = 64  # sequences per optimizer step, reached by gradient accumulation
+    lr: float = 1e-5
+    warmup_steps: int = 0
+    seed: int = 0
+
+
+class LearnerConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    backend: str = "torch"  # "torch" | "megatron"
+    #: the torch backend's data-parallel (FSDP) ranks; the megatron backend's ranks are its
+    #: tensor x pipeline x context x data parallel sizes (`ranks`)
+    fsdp_ranks: int = 1
+    loss: PolicyLossConfig = PolicyLossConfig()
+    optim: OptimConfig = OptimConfig()
+    sft: SFTConfig = SFTConfig()
+    megatron: MegatronConfig = MegatronConfig()
+    #: packed rows per forward pass hold at most this many tokens (gradient accumulation over rows)
+    max_tokens_per_micro_batch: int = 16_384
+    temperature: float = 1.0  # log-probs are of logits / temperature, as the generators report them
+    bf16: bool = True  # autocast on GPU; CPU runs in float32
+    gradient_checkpointing: bool = False
+    seed: int = 0
+
+    @property
+    def ranks(self) -> int:
+        """The learner's torch.distributed world: one rank actor each (a LearnerGroup when > 1)."""
+        if self.backend == "megatron":
+            m = self.megatron
+            return m.tensor_parallel * m.pipeline_parallel * m.context_parallel * m.data_parallel
+        return self.fsdp_ranks
+
+
+# ---------------------------------------------------------------- the run
+
+class RunConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    name: str = "progagent"
+    out_dir: str = "runs"
+    seed: int = 0
+    #: write every trained-on trajectory (turns, criteria; no token ids) to rollouts.jsonl
+    save_rollouts: bool = True
+
+
+class ModelConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    #: a Hugging Face folder, or "tiny" for the self-built tiny Qwen3 model
+    path: str = "tiny"
+
+
+class TaskMix(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    tasks: list[str] = []  # empty: the whole library
+    #: sampling weight of each scale (the paper trains on all four; v0-only is much worse)
+    scales: dict[str, float] = msgspec.field(default_factory=lambda: {s: 1.0 for s in SCALES})
+    #: "" = the shipped library (envs/tasks); a relative path is taken from the repository root of
+    #: each process (envs/library.library_dir), so every node finds it in its own checkout
+    library_root: str = ""
+
+
+class FabricConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    generators: int = 1
+    generator: GeneratorSpec = GeneratorSpec()
+    env_workers: int = 1
+    env_worker: EnvWorkerConfig = EnvWorkerConfig()
+    judges: int = 1
+    judge_timeout_s: float = 60.0  # a library task's verifier (a Harbor task's is its [verifier] timeout_sec)
+    #: GPUs of the whole learner: shared among its `learner.ranks` rank actors (a LearnerGroup when
+    #: there is more than one, each with learner_cpus_per_rank CPUs, in one placement group reserved
+    #: before the generators start)
+    learner_num_gpus: float = 0.0
+    learner_threads: int = 1
+    learner_cpus_per_rank: float = 1.0
+    learner_placement: str = "PACK"  # the placement group's strategy: PACK | SPREAD | STRICT_PACK | STRICT_SPREAD
+
+
+class SFTStage(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    enabled: bool = True
+    teacher: str = "oracle"  # "oracle" | path to a JSONL of teacher trajectories (progagent collect)
+    min_score: float = 0.7
+
+
+class TrainStage(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    steps: int = 150
+    groups_per_step: int = 32  # tasks per step (paper: 32 × 16 rollouts)
+    checkpoint_every: int = 10
+    reward: str = "binary"  # "binary" (the paper) | "score" (fraction of criteria: denser, for tiny models)
+    #: a step that gets no complete group for this long stops the run (a checkpoint is written)
+    step_timeout_s: float = 3600.0
+
+
+class EvalStage(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """Training's evaluation before and after, on the same env workers (the run's harness and tasks)."""
+
+    before: bool = True
+    after: bool = True
+    samples: int = 1  # per (task, scale)
+    temperature: float = 1.0  # the sampling temperature of evaluation episodes
+
+
+class WandbConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    mode: str = "auto"  # "auto" (online with WANDB_API_KEY, else offline) | "online" | "offline" | "disabled"
+    project: str = "progagent"
+    entity: str | None = None
+
+
+class RayConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    address: str | None = None  # None: start Ray in-process (embedded); "auto": join a running cluster
+    num_cpus: int | None = None
+
+
+class TrainConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    run: RunConfig = RunConfig()
+    model: ModelConfig = ModelConfig()
+    tasks: TaskMix = TaskMix()
+    fabric: FabricConfig = FabricConfig()
+    rollout: RolloutConfig = RolloutConfig()
+    learner: LearnerConfig = LearnerConfig()
+    sft: SFTStage = SFTStage()
+    train: TrainStage = TrainStage()
+    eval: EvalStage = EvalStage()
+    wandb: WandbConfig = WandbConfig()
+    ray: RayConfig = RayConfig()
+
+
+# ---------------------------------------------------------------- evaluation sweeps and filtering
+
+class SweepSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """The `sweep:` section of a config (the `eval:` section is training's before/after evaluation)."""
+
+    models: list[str] = []  # [] = the config's model.path; "tiny", HF folders (checkpoints), openai:NAME
+    harnesses: list[str] = msgspec.field(default_factory=lambda: ["dtc", "ptc", "hybrid"])
+    scales: list[str] = msgspec.field(default_factory=lambda: list(SCALES))
+    samples: int = 4  # n rollouts per (model, harness, task, scale)
+    ks: list[int] = msgspec.field(default_factory=lambda: [1, 2, 4, 8, 16])  # pass@k, k <= samples
+    out_dir: str = ""  # "" = <run.out_dir>/eval-<run.name>; fixed, so a re-run resumes
+    seed: int = 0  # base of the per-sample sampling seeds
+    #: imported Harbor tasks: task folders or dataset folders of them, run at scale "harbor" ([] = none)
+    harbor: list[str] = []
+
+
+class FilterSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """The `filter:` section of a config."""
+
+    model: str = ""  # "" = the config's model.path; "tiny" or a HF folder (e.g. a checkpoint's export)
+    harness: str = "ptc"
+    samples: int = 8  # k rollouts per task and scale
+    scales: list[str] = msgspec.field(default_factory=lambda: list(SCALES))
+    low: float = 0.0  # keep when low < pass rate < high at every scale (both strict)
+    high: float = 0.8
+    out_dir: str = ""  # "" = <run.out_dir>/filter-<run.name>; fixed, so a re-run resumes
+    seed: int = 0  # base of the per-sample sampling seeds

@@ -1,0 +1,176 @@
+"""Records that cross process boundaries: sampling settings, generations, turns, trajectories,
+verdicts, and the request for one episode with a reference to the environment it runs in.
+
+`Trajectory` is the unit in the buffer and on disk (DESIGN.md §3). Its token ids are exactly the
+generator's output for model turns and the rendered observations in between; `loss_mask` is 1 on
+model tokens only and `logprobs` holds the behaviour log-prob of each model token (0.0 elsewhere).
+
+An `EnvRef` names an episode environment so that any process can open or judge it
+(envs/episode_env.load_env): a task of a library (`TaskRef`) or an imported Harbor task
+(`HarborRef`). Each new kind of environment is one more tagged Struct here and one more
+implementation of the episode contract, never a flag.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+#: the four environment scales of every library task (DESIGN.md §1)
+SCALES = ("v0", "v1", "v2", "v3")
+
+
+class SamplingParams(msgspec.Struct, frozen=True):
+    temperature: float = 1.0
+    top_p: float = 1.0
+    max_new_tokens: int = 512
+    seed: int | None = None
+    stop_token_ids: list[int] = []
+
+
+class Generation(msgspec.Struct):
+    token_ids: list[int]
+    logprobs: list[float]  # behaviour log-prob of each generated token under the sampling distribution
+    finish_reason: str  # "stop" (an end token was produced) | "length" (max_new_tokens reached)
+    policy_version: int = 0
+
+
+class ToolCallSummary(msgspec.Struct):
+    tool: str
+    ok: bool
+    source: str  # "direct" | "program"
+    result_chars: int = 0
+
+
+class Turn(msgspec.Struct):
+    """One model turn and what came back."""
+
+    action: str  # "program" | "call" | "answer" | "invalid"
+    text: str  # the model's decoded reply
+    new_tokens: int
+    finish_reason: str
+    calls: list[dict[str, Any]] = []  # parsed calls: {"name", "arguments"}
+    observations: list[str] = []  # tool-response texts appended to the context
+    observation_tokens: int = 0
+    tool_calls: list[ToolCallSummary] = []
+    errors: list[str] = []  # format errors (parsing), tool errors, program errors
+    generate_s: float = 0.0
+    execute_s: float = 0.0
+    policy_version: int = 0
+
+
+#: why an episode's agent loop ended (rollout/agent_loop.py): a final answer, a limit of the loop (turns,
+#: context, the environment's wall clock), the generator or the environment failing, or the runtime
+#: ending the episode at its disk limit
+TERMINATIONS = ("answer", "max_turns", "context_limit", "time_limit", "generator_error", "env_error", "disk_limit")
+
+
+class Trajectory(msgspec.Struct):
+    task_id: str
+    scale: str
+    harness: str
+    group_id: str
+    sample_idx: int
+    policy_version: int  # the oldest policy version that produced a token of it
+    token_ids: list[int]
+    loss_mask: list[int]
+    logprobs: list[float]
+    prompt_len: int
+    turns: list[Turn]
+    final_answer: str
+    termination: str  # one of TERMINATIONS
+    reward: float = 0.0
+    score: float = 0.0
+    criteria: dict[str, bool] = {}
+    verifier_error: str | None = None
+    context_tokens: int = 0
+    tool_output_tokens: int = 0
+    metrics: dict[str, float] = {}
+    policy_versions: list[int] = []  # version per model turn (async rollouts may span an update)
+    uid: str = ""  # unique per (group_id, sample_idx, attempt): dedup key in the buffer
+
+    @property
+    def response_len(self) -> int:
+        return len(self.token_ids) - self.prompt_len
+
+
+class Verdict(msgspec.Struct):
+    """What a judge says of an episode's final state and answer."""
+
+    criteria: dict[str, bool]
+    reward: float  # 1.0 when every criterion passes, else 0.0 (binary, as in the paper)
+    score: float  # fraction of criteria passed
+    error: str | None = None  # the verifier could not judge (recorded with reward 0, never a lost sample)
+
+    @classmethod
+    def failed(cls, reason: str) -> Verdict:
+        """No verdict could be reached: reward and score 0, `reason` kept as the error."""
+        return cls(criteria={}, reward=0.0, score=0.0, error=reason)
+
+    @classmethod
+    def of(cls, criteria: dict[str, bool]) -> Verdict:
+        """The verdict of a verifier's criteria (reward 1 only when all pass)."""
+        passed = sum(criteria.values())
+        return cls(criteria=criteria, reward=float(passed == len(criteria)), score=passed / max(1, len(criteria)))
+
+
+def judged(traj: Trajectory, verdict: Verdict) -> Trajectory:
+    """`traj` with `verdict`'s reward, score, criteria and error (the one place a verdict meets a
+    trajectory)."""
+    traj.reward, traj.score, traj.criteria, traj.verifier_error = (verdict.reward, verdict.score,
+                                                                  verdict.criteria, verdict.error)
+    return traj
+
+
+#: Trajectory.scale of an imported Harbor task (Harbor tasks have one environment size)
+HARBOR_SCALE = "harbor"
+
+
+class TaskRef(msgspec.Struct, frozen=True, tag="task"):
+    """A task of a task library (envs/TASK_FORMAT.md) at one environment scale. `library`: the
+    library's folder as the env workers and judges see it ("" = the shipped library)."""
+
+    task_id: str
+    scale: str
+    library: str = ""
+
+
+class HarborRef(msgspec.Struct, frozen=True, tag="harbor"):
+    """An imported Harbor task: its folder, as the env workers and judges see it."""
+
+    path: str
+
+    @property
+    def task_id(self) -> str:
+        return self.path.rstrip("/").rsplit("/", 1)[-1]
+
+    @property
+    def scale(self) -> str:
+        return HARBOR_SCALE
+
+
+EnvRef = TaskRef | HarborRef
+
+
+#: who writes the model's turns of an episode (EpisodeRequest.driver)
+DRIVERS = ("policy", "oracle")
+
+
+class EpisodeRequest(msgspec.Struct, frozen=True):
+    """One episode to run: where, which sample of which group, through which harness, driven by whom:
+    "policy" (the generator pool: training, evaluation) or "oracle" (a library task's reference
+    program through the same loop: cold-start SFT data)."""
+
+    env: EnvRef
+    group_id: str
+    sample_idx: int
+    harness: str = "ptc"
+    seed: int | None = None
+    driver: str = "policy"
+    temperature: float | None = None  # None: the env worker's sampling temperature
+    attempt: int = 0  # how many times it ran before (the scheduler's count of failed attempts and re-runs)
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return (self.group_id, self.sample_idx)

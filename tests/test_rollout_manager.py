@@ -1,0 +1,198 @@
+"""The rollout manager and the scheduler at load: hundreds of episodes in flight on real Ray actors
+(synthetic env workers: latencies and failures, no model), counted in episodes and groups, not seconds.
+
+Each test drives the training data path as launch/train.py does: take a step's groups, "update"
+(the version goes up and the workers report it, as generators would), tell the manager."""
+
+import asyncio
+from collections import Counter
+
+import pytest
+import ray
+
+from actors.rollout_manager import RolloutManager, TaskSampler
+from actors.scheduler import EnvWorkers, Scheduler
+from actors.synthetic import SyntheticEnvWorker, SyntheticSpec
+from schema.config import RolloutConfig
+
+B, G, S = 4, 4, 1  # groups per step, group size, max staleness
+WINDOW = (S + 1) * B  # groups buffered or running right after each update
+
+
+class Run:
+    """Synthetic workers, a scheduler and a manager; a ledger of every group that leaves it."""
+
+    def __init__(self, workers: int = 3, concurrency: int = 64, spec: SyntheticSpec | None = None,
+                 capacity: int = 4096, replace: bool = True):
+        spec = spec or SyntheticSpec(median_s=0.01, tail_p=0.0, generator_error_p=0.0, broken_p=0.0)
+        self.new = lambda: SyntheticEnvWorker.options(num_cpus=0, max_concurrency=1000).remote(spec)
+        self.env = EnvWorkers([self.new() for _ in range(workers)], self.new if replace else None, concurrency)
+        self.scheduler = Scheduler(self.env, max_attempts=3)
+        self.ledger: Counter = Counter()
+        self.retired: dict[str, str] = {}
+        self.manager = RolloutManager(self.scheduler, TaskSampler(["t1", "t2", "t3"], {"v0": 1.0, "v1": 1.0}, 0),
+                                      RolloutConfig(group_size=G, max_staleness=S, capacity=capacity), B,
+                                      harness="ptc", on_retire=self._retired)
+        self.version = 0
+
+    def _retired(self, group, why: str) -> None:
+        assert group.group_id not in self.retired, f"{group.group_id} retired twice"
+        self.retired[group.group_id] = why
+        self.ledger[why] += 1
+
+    async def publish(self, version: int) -> None:
+        self.version = version
+        await asyncio.gather(*(w.load_weights.remote(version) for w in self.env.live), return_exceptions=True)
+
+    async def step(self, timeout_s: float = 120) -> list:
+        groups = await self.manager.take(B, timeout_s)
+        assert len(groups) == B, f"{len(groups)} groups within {timeout_s} s"
+        await self.publish(self.version + 1)
+        self.manager.updated(self.version)
+        return groups
+
+    def window(self) -> int:
+        m = self.manager
+        return (m.accepted - m.counters["groups_trained"]) + m.running
+
+    async def close(self) -> None:
+        self.manager.stop()
+        await self.scheduler.stop()
+        for w in self.env.made:
+            ray.kill(w)
+
+
+@pytest.fixture
+async def run(ray_session):
+    made: list[Run] = []
+
+    def make(**kw) -> Run:
+        made.append(Run(**kw))
+        return made[-1]
+
+    yield make
+    for r in made:
+        await r.close()
+
+
+async def test_in_flight_stays_within_the_staleness_window_before_and_after_sft(run):
+    """The bound counts GSPO updates only: a learner at version 121 after 120 SFT steps admits the
+    same (S + 1) × B groups as one at version 0 (it had admitted 372 groups at once)."""
+    for sft_steps in (0, 120):
+        r = run()
+        await r.publish(sft_steps + 1)
+        r.manager.set_version(sft_steps + 1)
+        r.manager.start()
+        for _ in range(8):
+            await r.step()
+            assert r.manager.in_flight <= (S + 1) * B * G
+            assert r.window() == WINDOW
+        assert r.manager.counters["max_in_flight"] <= (S + 1) * B * G
+        assert r.manager.admitted <= (S + 8 + 1) * B
+        await r.close()
+
+
+async def test_stale_drops_and_failed_groups_return_their_slot(run):
+    """A group dropped as stale or failed for good leaves the window; the window is the same size 20
+    steps later, and every group admitted is trained, dropped, failed or still in the manager."""
+    r = run(spec=SyntheticSpec(median_s=0.01, tail_p=0.0, generator_error_p=0.05, broken_p=0.02))
+    r.manager.start()
+    await r.step()
+    assert r.window() == WINDOW
+    await r.publish(r.version + 5)  # a jump of the learner's version: what is buffered is now stale
+    r.manager.set_version(r.version)
+    for _ in range(20):
+        await r.step()
+    m = r.manager
+    assert m.counters["groups_dropped_stale"] >= 1 and m.counters["groups_failed"] >= 1
+    assert r.ledger["stale"] == m.counters["groups_dropped_stale"] and r.ledger["failed"] == m.counters["groups_failed"]
+    assert r.window() == WINDOW
+    assert m.admitted == len(r.retired) + len(m.groups)  # every group once: retired or still held
+    assert r.ledger["trained"] == 21 * B
+    assert m.counters["max_in_flight"] <= (S + 1) * B * G
+
+
+async def test_a_full_manager_stops_admission_until_the_learner_takes(run):
+    r = run(capacity=2 * G)  # room for two groups' trajectories (the staleness window has room for 8)
+    r.manager.start()
+    m = r.manager
+    await until(lambda: m.counters["episodes_done"] == 2 * G)
+    await asyncio.sleep(0.3)
+    assert m.admitted == 2 and m.held == 2 * G and m.counters["admission_held_full"] >= 1
+    groups = await m.take(2, 30)
+    assert len(groups) == 2
+    await until(lambda: m.counters["episodes_done"] == 4 * G)
+    await asyncio.sleep(0.3)
+    assert m.admitted == 4 and m.held == 2 * G  # taking made room: two more, and no more
+
+
+async def until(check, timeout_s: float = 60.0) -> None:
+    for _ in range(int(timeout_s / 0.05)):
+        if check():
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError("the condition did not hold in time")
+
+
+async def test_a_dead_workers_episodes_rerun_oldest_group_first_none_lost_or_doubled(run):
+    """Hundreds in flight; one of two workers is killed: its episodes run again on the other (and on
+    its replacement), older groups first, and every sample arrives exactly once."""
+    spec = SyntheticSpec(median_s=0.05, sigma=0.8, tail_p=0.05, tail_s=0.4, generator_error_p=0.0, broken_p=0.0,
+                         verifier_error_p=0.05)
+    r = run(workers=2, concurrency=200, spec=spec)
+    r.manager.start()
+    await r.step()
+    await asyncio.sleep(0.1)  # episodes are running on both workers
+    before = r.manager.counters["episodes_done"]
+    ray.kill(r.env.live[0])
+    groups = await r.step()
+    after = r.manager.counters["episodes_done"]
+    reruns = r.scheduler.counters["reruns_worker_died"]
+    assert reruns >= 1
+    # the step after the kill waits for its own groups, which go first: at most the window's episodes
+    # (what was running when the worker died) plus the re-runs of the dead worker's episodes
+    assert after - before <= (S + 1) * B * G + reruns
+    keys = [(t.group_id, t.sample_idx) for g in groups for t in g]
+    assert len(keys) == len(set(keys)) == B * G
+    for _ in range(4):
+        await r.step()
+    assert r.manager.counters["duplicates"] == 0 and r.manager.counters["groups_failed"] == 0
+    for _ in range(100):
+        if r.scheduler.counters["workers_replaced"] == 1:
+            break
+        await asyncio.sleep(0.1)
+    assert r.scheduler.counters["workers_replaced"] == 1 and len(r.env.live) == 2
+
+
+async def test_state_resumes_to_the_same_next_batch(run):
+    """A manager restored from `state()` takes the same next batch as the one that kept going."""
+    spec = SyntheticSpec(median_s=0.01, sigma=1.0, tail_p=0.1, tail_s=0.2, generator_error_p=0.1, broken_p=0.02)
+    r = run(spec=spec)
+    r.manager.start()
+    for _ in range(3):
+        await r.step()
+    state = r.manager.state()
+    version = r.version
+    expected = [[(t.group_id, t.sample_idx, t.token_ids, t.reward) for t in g] for g in await r.manager.take(B, 120)]
+    await r.close()
+    again = run(spec=spec)
+    again.manager.load_state(state)
+    await again.publish(version)
+    again.manager.set_version(version)
+    again.manager.start()
+    got = [[(t.group_id, t.sample_idx, t.token_ids, t.reward) for t in g] for g in await again.manager.take(B, 120)]
+    assert got == expected
+
+
+async def test_every_worker_gone_fails_what_is_queued_instead_of_waiting(ray_session):
+    env = EnvWorkers([SyntheticEnvWorker.options(num_cpus=0).remote(SyntheticSpec(median_s=5.0))], None, 4)
+    scheduler = Scheduler(env, max_attempts=3)
+    from schema.records import EpisodeRequest, TaskRef
+
+    reqs = [EpisodeRequest(env=TaskRef("t", "v0"), group_id=f"g{i}", sample_idx=0) for i in range(6)]
+    pending = asyncio.ensure_future(scheduler.run_all(reqs))
+    await asyncio.sleep(0.5)
+    ray.kill(env.live[0])
+    outcomes = await asyncio.wait_for(pending, 30)
+    assert [o.failure for o in outcomes] == ["worker_died"] * 6
+    await scheduler.stop()
