@@ -21,9 +21,9 @@ import msgspec
 import ray
 
 from actors.generator_pool import PoolClient, resolve_tokenizer
-from envs.episode_env import load_env
+from envs.environments import load_env
+from envs.format.task_env import EnvironmentCache
 from envs.runtime.episode import Runtime
-from envs.task_env import EnvironmentCache
 from rollout.agent_loop import ChatRenderer
 from rollout.episode import Shipped, run_episode
 from rollout.tokenizer import load_tokenizer
@@ -31,6 +31,15 @@ from schema.config import EnvWorkerConfig
 from schema.records import DRIVERS, EnvRef, EpisodeRequest, SamplingParams, TaskRef, Trajectory, Verdict
 
 log = logging.getLogger(__name__)
+
+
+def episode_sampling(base: SamplingParams, req: EpisodeRequest) -> SamplingParams:
+    """The sampling of one episode: the worker's, with the request's seed and temperature when it has them."""
+    if req.seed is not None:
+        base = msgspec.structs.replace(base, seed=req.seed)
+    if req.temperature is not None:
+        base = msgspec.structs.replace(base, temperature=req.temperature)
+    return base
 
 
 @ray.remote
@@ -55,13 +64,6 @@ class EnvWorker:
         await self._runtime()
         return self.runtime.limits_mode
 
-    def _sampling(self, req: EpisodeRequest) -> SamplingParams:
-        sampling = self.cfg.sampling
-        if req.seed is not None:
-            sampling = msgspec.structs.replace(sampling, seed=req.seed)
-        if req.temperature is not None:
-            sampling = msgspec.structs.replace(sampling, temperature=req.temperature)
-        return sampling
 
     async def _client(self) -> PoolClient:
         if self.chat_api is None:
@@ -78,7 +80,7 @@ class EnvWorker:
         async with self.sem:
             client = await self._client()
             traj = await run_episode(env, runtime, client, self.renderer, req.harness, group_id=req.group_id,
-                                     sample_idx=req.sample_idx, limits=self.cfg.limits, sampling=self._sampling(req),
+                                     sample_idx=req.sample_idx, limits=self.cfg.limits, sampling=episode_sampling(self.cfg.sampling, req),
                                      judge=Shipped(self._judge))
         if traj.termination == "generator_error":
             log.warning("episode %s:%d ended with generator_error: %s", req.group_id, req.sample_idx,

@@ -17,13 +17,13 @@ import tempfile
 
 import ray
 
-from envs.episode_env import load_env
+from envs.environments import load_env
 from schema.records import EnvRef, Verdict
 
 
 def judge_shipped(ref: EnvRef, state: bytes, answer: str, timeout_s: float, cache_root: str) -> Verdict:
     """The verdict of a shipped final state, in this process (the Judge actor runs it in a thread)."""
-    from envs.task_env import EnvironmentCache
+    from envs.format.task_env import EnvironmentCache
 
     try:
         env = load_env(ref, EnvironmentCache(cache_root), judge_timeout_s=timeout_s)

@@ -22,7 +22,7 @@ import time
 import ray
 
 from bench.fabric_bench import script
-from envs.library import LIBRARY_DIR
+from envs.format.library import LIBRARY_DIR
 from launch.filter import filter_tasks
 from launch.rollouts import RolloutRunner
 from schema.config import FilterSettings

@@ -16,9 +16,9 @@ import time
 
 from transformers import AutoTokenizer
 
-from envs.library import get_task
+from envs.format.library import get_task
+from envs.format.task_env import EnvironmentCache, LibraryTaskEnv
 from envs.runtime.episode import Runtime
-from envs.task_env import EnvironmentCache, LibraryTaskEnv
 from rollout.agent_loop import ChatRenderer
 from rollout.episode import run_episode
 from rollout.tiny_model import build_tiny

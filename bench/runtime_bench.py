@@ -44,8 +44,8 @@ def busy_cpu_s() -> float:
 
 async def task_episodes(rt: Runtime, transport: str, n: int) -> dict:
     """n episodes of a library task, one after another: open, the oracle's cells, judge, close."""
-    from envs.library import get_task, split_cells
-    from envs.task_env import EnvironmentCache, judge, open_task_episode
+    from envs.format.library import get_task, split_cells
+    from envs.format.task_env import EnvironmentCache, judge, open_task_episode
 
     task = get_task("retail_clearance_markdown")
     cache = EnvironmentCache()

@@ -1,6 +1,6 @@
 """The episode contract: an environment that one episode runs in.
 
-    env = load_env(TaskRef("hr_cert_compliance", "v2"), cache)      # or HarborRef(folder)
+    env = load_env(TaskRef("hr_cert_compliance", "v2"), cache)      # or HarborRef(folder): envs/environments.py
     episode = await env.open(runtime)            # its tool servers and workspace, in a fresh sandbox
     ... the agent loop, given env.instruction and env.limits ...
     await episode.stop()                         # nothing a program left running changes the state now
@@ -8,8 +8,8 @@
     data = env.snapshot(episode.final_state())                # or shipped: bounded bytes (StateRefused)
     verdict = load_env(ref, judge_cache).judge_shipped(data, answer)   # on a judge, within its deadline
 
-Our library's tasks (envs/task_env.LibraryTaskEnv) and imported Harbor tasks
-(envs/harbor_run.HarborTaskEnv) implement it; env workers, judges, teachers and in-process runners
+Our library's tasks (envs/format/task_env.LibraryTaskEnv) and imported Harbor tasks
+(envs/harbor/episode.HarborTaskEnv) implement it; env workers, judges, teachers and in-process runners
 (rollout/episode.run_episode) use only this interface, so the next kind of environment (an external
 benchmark) is one more implementation and one more `EnvRef` kind (schema/records.py), not a flag.
 
@@ -25,16 +25,19 @@ Rules every implementation keeps, because what the episode leaves is the model's
 
 from __future__ import annotations
 
+import io
+import tarfile
+import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 import msgspec
 
-from schema.records import EnvRef, HarborRef, TaskRef, Verdict
+from envs.runtime import untrusted_fs
+from schema.records import EnvRef, Verdict
 
 if TYPE_CHECKING:
     from envs.runtime.episode import Episode, EpisodeState, Runtime
-    from envs.task_env import EnvironmentCache
 
 #: the most an episode's final state may hold to be judged (file contents); a task's v3 environment
 #: is about 1 MB, so this is room for what programs write, not a target
@@ -48,6 +51,42 @@ SNAPSHOT_TIMEOUT_S = 60.0
 class StateRefused(Exception):
     """A final state that cannot be judged (too large, too deep, or holding what is not a regular file
     or folder): the sample's verdict says why, nothing is read past the refusal."""
+
+
+def snapshot(sources: list[tuple[Path, str]], *, links: bool = False, max_bytes: int = MAX_STATE_BYTES) -> bytes:
+    """A stopped episode's final state as tar bytes: each (host path, name in the archive) of `sources`,
+    streamed to a temporary file as it is read, nothing followed (envs/runtime/untrusted_fs.write_tar).
+    Pipes, devices, sparse files, more than `max_bytes` of content, MAX_STATE_ENTRIES entries or
+    MAX_STATE_DEPTH levels, and links unless `links` (kept as links, never followed), are a StateRefused.
+    The episode must be stopped first: a thread a program left behind must not change what is read."""
+    with tempfile.TemporaryFile(prefix="progagent-state-") as f:
+        try:
+            untrusted_fs.write_tar(f, sources, max_bytes=max_bytes, links=links, max_entries=MAX_STATE_ENTRIES,
+                                   max_depth=MAX_STATE_DEPTH)
+        except untrusted_fs.PathRefused as exc:
+            raise StateRefused(f"the final state cannot be judged: {exc}") from None
+        f.seek(0)
+        return f.read()
+
+
+def restore(data: bytes, dst: str | Path, *, links: bool = False, max_bytes: int = MAX_STATE_BYTES) -> Path:
+    """What `snapshot` made, under `dst`: folders and regular files (and links, kept as links, when
+    `links`: a container tree's absolute targets resolve inside its container view), never written
+    outside `dst`, set-id bits dropped (tarfile's "data" filter, or "tar" for links), at most
+    `max_bytes` of content, MAX_STATE_ENTRIES members and MAX_STATE_DEPTH levels (StateRefused)."""
+    dst = Path(dst)
+    dst.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:") as tar:
+        total = 0
+        for n, member in enumerate(tar):
+            total += member.size
+            kind_ok = member.isfile() or member.isdir() or (links and member.issym())
+            if n >= MAX_STATE_ENTRIES or total > max_bytes or not kind_ok \
+                    or member.name.count("/") > MAX_STATE_DEPTH + 1:
+                raise StateRefused(f"the shipped state cannot be restored: {member.name[:200]!r} "
+                                   f"({n + 1} members, {total:,} bytes)")
+            tar.extract(member, dst, filter="tar" if links else "data")
+    return dst
 
 
 class EnvLimits(msgspec.Struct, frozen=True):
@@ -82,22 +121,3 @@ class EpisodeEnv(Protocol):
     def judge_shipped(self, state: bytes, answer: str) -> Verdict:
         """The verdict of a snapshot: restored in a fresh folder, judged within judge_timeout_s."""
         ...
-
-
-def load_env(ref: EnvRef, cache: EnvironmentCache | None = None, *, judge_timeout_s: float | None = None) -> EpisodeEnv:
-    """The environment `ref` names, as this process sees it (a task library's relative path is taken
-    from this checkout's root). `cache`: where library environments are built (a new temporary one when
-    None). Raises TaskLoadError or HarborTaskError when it cannot be loaded."""
-    if isinstance(ref, TaskRef):
-        from envs.library import get_task, library_dir
-        from envs.task_env import EnvironmentCache, LibraryTaskEnv
-
-        task = get_task(ref.task_id, library_dir(ref.library))
-        return LibraryTaskEnv(task, ref.scale, cache or EnvironmentCache(), library=ref.library,
-                              judge_timeout_s=judge_timeout_s)
-    if isinstance(ref, HarborRef):
-        from envs.harbor_import import load_harbor_task
-        from envs.harbor_run import HarborTaskEnv
-
-        return HarborTaskEnv(load_harbor_task(ref.path), ref)
-    raise TypeError(f"not an environment reference: {ref!r}")

@@ -1,6 +1,6 @@
 """What a task author imports: scales, the environment handle, the `@tool` marker and errors.
 
-A task folder (see envs/TASK_FORMAT.md) only depends on this module and the standard library, so
+A task folder (see envs/format/TASK_FORMAT.md) only depends on this module and the standard library, so
 that the same files run in the validator, in the per-episode MCP tool server and in the synthesis
 pipeline. Nothing here knows about sandboxes or MCP transports.
 """
@@ -16,7 +16,7 @@ from typing import Any
 
 import msgspec
 
-from envs import untrusted_fs
+from envs.runtime import untrusted_fs
 
 __all__ = [
     "SCALES",
@@ -33,7 +33,7 @@ __all__ = [
 
 class ToolError(Exception):
     """A failure the model should read: the tool server returns its message as an error result
-    (envs/task_server.py turns it into the MCP SDK's ToolError; this module does not import the SDK,
+    (envs/format/task_server.py turns it into the MCP SDK's ToolError; this module does not import the SDK,
     whose import costs ~0.6 s of CPU in every process that only builds or judges tasks)."""
 
 
@@ -152,7 +152,7 @@ class Env:
 
     def read_bytes(self, path: str) -> bytes:
         """The bytes of the workspace file `path` (relative to the workspace), read as the host must
-        read what a program may have written (envs/untrusted_fs.py): never through a link, never a
+        read what a program may have written (envs/runtime/untrusted_fs.py): never through a link, never a
         pipe or device, never more than MAX_READ_BYTES. Anything else is a ToolError saying why."""
         try:
             return untrusted_fs.read_file(self.workspace, path, self.MAX_READ_BYTES)
@@ -175,7 +175,7 @@ class Env:
 
     def write_text(self, path: str, text: str) -> int:
         """Create or replace the workspace file `path` (parent folders created); its size in bytes.
-        Never writes through a link: the new file takes the name in place (envs/untrusted_fs.py)."""
+        Never writes through a link: the new file takes the name in place (envs/runtime/untrusted_fs.py)."""
         try:
             return untrusted_fs.write_file(self.workspace, path, text.encode("utf-8"))
         except untrusted_fs.PathRefused as exc:
@@ -200,7 +200,7 @@ class Env:
         """A workspace path, refused when it leaves the workspace at the time of the call.
 
         Only for code that runs inside a sandbox (model-written tasks: their tools and verifiers run in
-        bubblewrap, envs/code_runner.py): the folder checked now may be a link by the time the path is
+        bubblewrap, envs/format/code_runner.py): the folder checked now may be a link by the time the path is
         opened, so the host never opens such a path. Shipped tasks use `read_text`, `write_text` and
         `list_files` (tests/test_task_format.py holds them to it)."""
         path = (self.workspace / relpath).resolve()

@@ -21,7 +21,7 @@ judges score them. The endpoint and the name of the variable holding its key com
 A rollout whose generator failed (HTTP errors after the client's retries, a malformed reply) is
 retried and then reported as failed, never cached; the warning says what to check.
 
-Imported Harbor tasks (envs/harbor_import.py: a benchmark we did not write, or our own exports) join
+Imported Harbor tasks (envs/harbor/task.py: a benchmark we did not write, or our own exports) join
 a sweep with `--harbor PATH` (repeatable) or `sweep.harbor: [PATH, ...]`, each a task folder or a
 dataset folder of them (relative paths from the current directory). They run on the same env workers
 and judges (their tests/test.sh on the judge), at the one scale `harbor`, cached like every rollout;
@@ -41,7 +41,7 @@ from pathlib import Path
 import msgspec
 from rich.console import Console
 
-from envs.harbor_import import HarborTaskError, find_harbor_tasks, load_harbor_task
+from envs.harbor.task import HarborTaskError, find_harbor_tasks, load_harbor_task
 from launch import eval_report as rep
 from launch.rollout_cache import RolloutCache, rollout_seed
 from launch.rollouts import (

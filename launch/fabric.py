@@ -16,7 +16,7 @@ from actors.judge import Judge
 from actors.learner_actor import LearnerActor
 from actors.learner_group import LearnerGroup, LearnerPlacement, learner_placement_group
 from actors.scheduler import EnvWorkers, Scheduler
-from envs.library import library_dir, load_library
+from envs.format.library import library_dir, load_library
 from schema.config import TrainConfig
 
 

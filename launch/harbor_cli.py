@@ -18,7 +18,7 @@ from pathlib import Path
 import msgspec
 from rich.console import Console
 
-from envs.harbor_import import HarborTask, HarborTaskError, find_harbor_tasks, load_harbor_task
+from envs.harbor.task import HarborTask, HarborTaskError, find_harbor_tasks, load_harbor_task
 
 console = Console()
 
@@ -42,7 +42,7 @@ def _load(sources: list[str]) -> tuple[list[HarborTask], dict[str, str]]:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from envs.harbor_run import check
+    from envs.harbor.episode import check
 
     tasks, errors = _load(args.sources)
     reports = []

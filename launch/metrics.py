@@ -24,6 +24,8 @@ def rollout_metrics(trajs: list[Any], prefix: str = "rollout") -> dict[str, floa
     def mean(xs: list[float]) -> float:
         return float(statistics.fmean(xs)) if xs else 0.0
 
+    m[f"{prefix}/episodes"] = float(len(trajs))
+    m[f"{prefix}/verifier_errors"] = float(sum(t.verifier_error is not None for t in trajs))
     m[f"{prefix}/reward"] = mean([t.reward for t in trajs])
     m[f"{prefix}/score"] = mean([t.score for t in trajs])
     for s in SCALES:

@@ -10,7 +10,7 @@ from pathlib import Path
 import msgspec
 from rich.console import Console
 
-from envs.library import LIBRARY_DIR, load_library
+from envs.format.library import LIBRARY_DIR, load_library
 from schema.records import SCALES
 
 console = Console()
@@ -35,8 +35,8 @@ async def collect(args: argparse.Namespace) -> int:
     if teacher != "oracle" and not teacher.startswith("openai:"):  # before loading anything
         console.print(f"[red]error:[/] --teacher must be 'oracle' or 'openai:MODEL', got {teacher!r}")
         return 2
+    from envs.format.task_env import EnvironmentCache, LibraryTaskEnv
     from envs.runtime.episode import Runtime
-    from envs.task_env import EnvironmentCache, LibraryTaskEnv
     from rollout.agent_loop import ChatRenderer
     from rollout.episode import run_episode
     from rollout.teacher import oracle_trajectory

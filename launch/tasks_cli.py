@@ -12,7 +12,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from envs.library import LIBRARY_DIR, Task, TaskLoadError, get_task, load_library, load_task
+from envs.format.library import LIBRARY_DIR, Task, TaskLoadError, get_task, load_library, load_task
 from schema.records import SCALES
 
 console = Console()
@@ -45,7 +45,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_build(args: argparse.Namespace) -> int:
-    from envs.taskcheck import env_stats
+    from envs.checks.taskcheck import env_stats
 
     task = _task(args.task, args.root)
     out = Path(args.out)
@@ -58,7 +58,7 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from envs.validate import validate_parallel
+    from envs.checks.validate import validate_parallel
 
     if args.tasks:
         tasks, errors = [], {}
@@ -92,7 +92,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from envs.harbor import export_harbor
+    from envs.harbor.export import export_harbor
 
     out = export_harbor(_task(args.task, args.root), args.scale, args.out)
     console.print(f"Harbor task written to {out}")
@@ -102,7 +102,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 def cmd_context_report(args: argparse.Namespace) -> int:
     import uvloop
 
-    from envs.context_report import markdown, measure, plot, summarize
+    from envs.checks.context_report import markdown, measure, plot, summarize
     from rollout.tiny_model import project_tokenizer
 
     found, errors = load_library(args.root)

@@ -69,17 +69,21 @@ async def teacher_data(fabric: Fabric, cfg: TrainConfig, tasks: list[str]) -> li
 
 
 async def evaluate(fabric: Fabric, cfg: TrainConfig, tasks: list[str], tag: str) -> dict[str, float]:
-    """eval.samples episodes per (task, scale) at eval.temperature; failed episodes are counted
-    (`eval_<tag>/failed`), not scored. The same seeds before and after training."""
-    lib, harness = cfg.tasks.library_root, cfg.fabric.env_worker.harness
-    # one seed per (task, scale, sample): the instruction is the same at every scale, so a seed shared
-    # across scales would draw the same first turn everywhere
-    reqs = [EpisodeRequest(env=TaskRef(t, s, lib), group_id=f"eval-{tag}-{t}-{s}", sample_idx=k, harness=harness,
-                           seed=10_000 + 1_000 * i + 100 * j + k, temperature=cfg.eval.temperature)
-            for i, t in enumerate(tasks) for j, s in enumerate(_scales(cfg)) for k in range(cfg.eval.samples)]
-    outcomes = await fabric.scheduler.run_all(reqs)
+    """The evaluation episodes (eval_requests); failed episodes are counted (`eval_<tag>/failed`), not
+    scored."""
+    outcomes = await fabric.scheduler.run_all(eval_requests(cfg, tasks, tag))
     trajs = _outcomes(outcomes, f"evaluation {tag}")
     return rollout_metrics(trajs, prefix=f"eval_{tag}") | {f"eval_{tag}/failed": float(len(outcomes) - len(trajs))}
+
+
+def eval_requests(cfg: TrainConfig, tasks: list[str], tag: str) -> list[EpisodeRequest]:
+    """eval.samples episodes per (task, scale) through the run's harness at eval.temperature. One seed
+    per (task, scale, sample): the instruction is the same at every scale, so a seed shared across
+    scales would draw the same first turn everywhere; the same seeds before and after training."""
+    lib, harness = cfg.tasks.library_root, cfg.fabric.env_worker.harness
+    return [EpisodeRequest(env=TaskRef(t, s, lib), group_id=f"eval-{tag}-{t}-{s}", sample_idx=k, harness=harness,
+                           seed=10_000 + 1_000 * i + 100 * j + k, temperature=cfg.eval.temperature)
+            for i, t in enumerate(tasks) for j, s in enumerate(_scales(cfg)) for k in range(cfg.eval.samples)]
 
 
 def _reward_view(groups: list[list[Trajectory]], reward: str) -> list[list[Trajectory]]:

@@ -16,9 +16,9 @@ from typing import Any
 
 import msgspec
 
-from envs.library import split_cells
+from envs.format.library import split_cells
+from envs.format.task_env import LibraryTaskEnv
 from envs.runtime.episode import Episode, Runtime
-from envs.task_env import LibraryTaskEnv
 from rollout.agent_loop import ChatRenderer
 from rollout.episode import run_episode
 from rollout.generators.scripted import ScriptedGenerator

@@ -41,7 +41,7 @@ class TinyConfig(msgspec.Struct, frozen=True):
 
 def corpus_texts(task_root: Path | None = None) -> list[str]:
     """Texts of the shipped library, in a fixed order."""
-    from envs.library import LIBRARY_DIR, load_library
+    from envs.format.library import LIBRARY_DIR, load_library
 
     tasks, _ = load_library(task_root or LIBRARY_DIR)
     texts = []

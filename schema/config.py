@@ -211,7 +211,7 @@ class TaskMix(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     #: sampling weight of each scale (the paper trains on all four; v0-only is much worse)
     scales: dict[str, float] = msgspec.field(default_factory=lambda: {s: 1.0 for s in SCALES})
     #: "" = the shipped library (envs/tasks); a relative path is taken from the repository root of
-    #: each process (envs/library.library_dir), so every node finds it in its own checkout
+    #: each process (envs/format/library.library_dir), so every node finds it in its own checkout
     library_root: str = ""
 
 

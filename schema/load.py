@@ -52,12 +52,24 @@ def read_tree(path: str | Path | None, overrides: list[str] | None = None) -> di
     return tree
 
 
+#: fields that existed once, and where what they meant went (the error of a config that still sets one)
+GONE = {
+    "buffer": "the section is `rollout` now (group_size, max_staleness, capacity, max_attempts)",
+    "learner_ranks": "derived: learner.megatron's TP x PP x CP x DP, or learner.fsdp_ranks for torch",
+    "library_root": "the library is tasks.library_root (every request names it)",
+    "model": "the generators serve model.path (or the model an evaluation names)",
+}
+
+
 def decode(tree: Any, cls: type[T], path: str | Path | None = None, section: str | None = None) -> T:
     """`tree` as `cls`; a `section` name is put into the error's field path (`$.filter.samples`)."""
     try:
         return msgspec.convert(tree, cls, strict=False)
     except msgspec.ValidationError as exc:
         msg = str(exc).replace("`$", f"`$.{section}") if section else str(exc)
+        for field, where in GONE.items():
+            if f"unknown field `{field}`" in msg:
+                msg += f" ({where})"
         raise ConfigError(f"{path or 'config'}: {msg}") from exc
 
 

@@ -6,7 +6,7 @@ generator's output for model turns and the rendered observations in between; `lo
 model tokens only and `logprobs` holds the behaviour log-prob of each model token (0.0 elsewhere).
 
 An `EnvRef` names an episode environment so that any process can open or judge it
-(envs/episode_env.load_env): a task of a library (`TaskRef`) or an imported Harbor task
+(envs/environments.load_env): a task of a library (`TaskRef`) or an imported Harbor task
 (`HarborRef`). Each new kind of environment is one more tagged Struct here and one more
 implementation of the episode contract, never a flag.
 """
@@ -128,7 +128,7 @@ HARBOR_SCALE = "harbor"
 
 
 class TaskRef(msgspec.Struct, frozen=True, tag="task"):
-    """A task of a task library (envs/TASK_FORMAT.md) at one environment scale. `library`: the
+    """A task of a task library (envs/format/TASK_FORMAT.md) at one environment scale. `library`: the
     library's folder as the env workers and judges see it ("" = the shipped library)."""
 
     task_id: str

@@ -7,17 +7,17 @@
   outside), every wrong solution must fail. Its problems are the repair prompt.
 - `audit`: the oracle and an independent solver (an API model through the PTC harness, seeing only
   the instruction and the tools) at the audit scale; the solver's run is summarised for a diagnosis.
-- `validate`: the task library's full validator (envs/validate.py) at all four scales, with every
+- `validate`: the task library's full validator (envs/checks/validate.py) at all four scales, with every
   program (oracle, wrong solutions) in the sandbox at every scale.
 
 Where model-written code runs: data.py builds, verify() calls and the first import of the task's
 modules each run in a child process with a wall-clock deadline (`code_timeout_s`), inside
-bubblewrap where it is usable (envs/code_runner.py: no network, the candidate folder read-only, only
+bubblewrap where it is usable (envs/format/code_runner.py: no network, the candidate folder read-only, only
 the output folder writable, no host home, repository or other tasks); a timeout or crash is a
 problem for the repair prompt. Programs (oracle, wrong solutions, the solver's) run in the
 runtime's sandboxed kernels. tools.py is served by the task's MCP server with the runner's
-`tool_transport` (envs/task_env.py): with bubblewrap "sandboxed", a tool host per episode
-(envs/tool_host.py) in its own bubblewrap sandbox (no network; of the task only task.toml and
+`tool_transport` (envs/format/task_env.py): with bubblewrap "sandboxed", a tool host per episode
+(envs/format/tool_host.py) in its own bubblewrap sandbox (no network; of the task only task.toml and
 tools.py, plus the episode's environment; no host home, repository or other tasks; the runtime's memory/process limits; killed
 with everything it started when the episode closes), so a tool that reads host files or the network
 fails as a tool error, and one that never returns is stopped with its episode (a call gives up after
@@ -34,12 +34,12 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from envs.code_runner import CandidateCodeError, CodeRunner, CodeTimeout
-from envs.library import Task, TaskLoadError, load_task
+from envs.checks.taskcheck import env_stats, same_environment
+from envs.checks.validate import SolutionRun, run_solution, validate_task
+from envs.format.code_runner import CandidateCodeError, CodeRunner, CodeTimeout
+from envs.format.library import Task, TaskLoadError, load_task
+from envs.format.task_env import EnvironmentCache, LibraryTaskEnv, judge
 from envs.runtime.episode import Runtime
-from envs.task_env import EnvironmentCache, LibraryTaskEnv, judge
-from envs.taskcheck import env_stats, same_environment
-from envs.validate import SolutionRun, run_solution, validate_task
 from rollout.agent_loop import ChatRenderer
 from rollout.episode import run_episode
 from schema.config import LoopLimits

@@ -14,7 +14,7 @@ Every finished stage leaves a record (synth/records.py) and is skipped on a re-r
 stopped at any point and continued, and an accepted or discarded candidate costs nothing again.
 An endpoint or runtime error leaves no record for its stage: the candidate is reported under
 `errors` and the next run retries from that stage. A candidate's data.py and verify.py run in a
-sandboxed child with a deadline (`code_timeout_s`, envs/code_runner.py): a hang is repair feedback.
+sandboxed child with a deadline (`code_timeout_s`, envs/format/code_runner.py): a hang is repair feedback.
 """
 
 from __future__ import annotations
@@ -31,10 +31,10 @@ from typing import Any
 
 import msgspec
 
-from envs.code_runner import CodeRunner
-from envs.library import load_library, load_task
+from envs.format.code_runner import CodeRunner
+from envs.format.library import load_library, load_task
+from envs.format.task_env import EnvironmentCache
 from envs.runtime.episode import Runtime
-from envs.task_env import EnvironmentCache
 from schema.synth import SynthConfig
 from synth import checks, prompts
 from synth.llm import LLM, StageFailed, total_usage

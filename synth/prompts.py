@@ -1,4 +1,4 @@
-"""The prompts of the LLM stages. The task contract is envs/TASK_FORMAT.md itself (one source of truth);
+"""The prompts of the LLM stages. The task contract is envs/format/TASK_FORMAT.md itself (one source of truth);
 replies carry files in fenced blocks (synth/parse.py) or one JSON object.
 """
 
@@ -10,10 +10,10 @@ from typing import Any
 
 import msgspec
 
-from envs.library import LIBRARY_DIR
+from envs.format.library import LIBRARY_DIR
 from synth.parse import FORMAT_HELP
 
-TASK_FORMAT = Path(__file__).resolve().parents[1] / "envs" / "TASK_FORMAT.md"
+TASK_FORMAT = Path(__file__).resolve().parents[1] / "envs" / "format" / "TASK_FORMAT.md"
 
 CONSTRUCT_FILES = ("task.toml", "instruction.md", "data.py", "tools.py")
 VERIFIER_FILES = ("verify.py", "oracle.py")

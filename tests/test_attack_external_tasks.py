@@ -17,11 +17,11 @@ from pathlib import Path
 import pytest
 
 from actors.judge import judge_shipped
-from envs import provenance
-from envs.code_runner import SandboxedTask
-from envs.hosted_tools import HostedTaskTools
-from envs.library import LIBRARY_DIR, get_task, load_library, load_task
-from envs.task_env import EnvironmentCache, judge, open_task_episode, snapshot_state
+from envs.format import provenance
+from envs.format.code_runner import SandboxedTask
+from envs.format.hosted_tools import HostedTaskTools
+from envs.format.library import LIBRARY_DIR, get_task, load_library, load_task
+from envs.format.task_env import EnvironmentCache, judge, open_task_episode, snapshot_state
 from schema.records import TaskRef
 from tests.test_task_format import write_task
 
@@ -121,7 +121,7 @@ async def test_a_tool_reply_past_the_limit_is_dropped_unbuffered_and_the_server_
     error, and leave the next call working (the child is restarted over the same environment)."""
     import tracemalloc
 
-    from envs.hosted_tools import MAX_LINE_BYTES
+    from envs.format.hosted_tools import MAX_LINE_BYTES
 
     folder = write_task(tmp_path / "lib", "huge_replies", toml=textwrap.dedent('''\
         id = "huge_replies"

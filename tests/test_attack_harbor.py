@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from envs.harbor_import import PASS_ENV, HarborTaskError, load_harbor_task
-from envs.harbor_run import read_rewards, verify
+from envs.harbor.episode import read_rewards, verify
+from envs.harbor.task import PASS_ENV, HarborTaskError, load_harbor_task
 
 FIXTURE = Path(__file__).parent / "fixtures" / "harbor" / "warehouse-restock"
 
@@ -126,7 +126,7 @@ def test_container_scripts_run_within_the_tasks_memory_and_process_and_file_limi
     """tests/test.sh and solution/solve.sh run what the task and the model's final tree hold: each gets
     the task's [environment] memory_mb, a process cap and a size cap on every file it writes (its
     output log on the host included)."""
-    from envs import harbor_run
+    from envs.harbor import episode as harbor_run
     from envs.runtime.limits import LimitBackend
 
     folder = task_copy(tmp_path)
@@ -158,7 +158,7 @@ def test_container_scripts_run_within_the_tasks_memory_and_process_and_file_limi
 
 
 async def test_container_mcp_servers_run_within_the_tasks_memory_limit_and_end_with_the_episode(runtime):
-    from envs.harbor_run import open_harbor_episode
+    from envs.harbor.episode import open_harbor_episode
 
     task = load_harbor_task(FIXTURE)
     ep = await open_harbor_episode(runtime, task)

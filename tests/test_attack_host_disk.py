@@ -12,17 +12,17 @@ from pathlib import Path
 
 import pytest
 
-from envs import untrusted_fs
-from envs.library import get_task
-from envs.runtime.episode import Runtime
-from envs.task_env import (
+from envs.episode_env import StateRefused
+from envs.format.library import get_task
+from envs.format.task_env import (
     EnvironmentCache,
-    StateRefused,
     judge_episode,
     open_task_episode,
     restore_state,
     snapshot_state,
 )
+from envs.runtime import untrusted_fs
+from envs.runtime.episode import Runtime
 from schema.config import RuntimeConfig
 
 MiB = 2**20

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from envs.code_runner import CodeRunner
-from envs.harbor_import import load_harbor_task
-from envs.harbor_run import run_script
-from envs.library import load_task
-from envs.task_env import EnvironmentCache, open_task_episode
+from envs.format.code_runner import CodeRunner
+from envs.format.library import load_task
+from envs.format.task_env import EnvironmentCache, open_task_episode
+from envs.harbor.episode import run_script
+from envs.harbor.task import load_harbor_task
 from tests.test_task_format import write_task
 
 SECRET = "sk-progagent-test-4b1d9e0c7a"

@@ -12,10 +12,10 @@ import time
 import pytest
 from mcp.server.mcpserver import MCPServer
 
-from envs.library import get_task
+from envs.format.library import get_task
+from envs.format.task_env import EnvironmentCache, open_task_episode
 from envs.runtime.episode import Runtime
 from envs.runtime.upstream import Upstream, UpstreamSpec
-from envs.task_env import EnvironmentCache, open_task_episode
 from schema.config import RuntimeConfig
 
 # a thread swaps the folder d with a link l -> TARGET (renameat2 RENAME_EXCHANGE) while the program

@@ -106,6 +106,35 @@ async def test_env_workers_added_while_running_take_episodes(ray_cluster, tiny_p
     assert done_second >= 1 and done_first + done_second == 8 == manager.counters["episodes_done"]
 
 
+async def test_evaluation_completes_when_an_env_worker_dies(ray_cluster, tiny_path, pool):  # noqa: F811
+    """Training's evaluation goes through the scheduler: a worker killed mid-way costs re-runs, not the
+    evaluation (its round-robin gather had aborted on the first dead worker)."""
+    from launch.train import evaluate
+    from schema.load import load_config
+
+    judges = [Judge.options(num_cpus=0).remote()]
+    track(ray_cluster, *judges)
+
+    def new():
+        return track(ray_cluster, EnvWorker.options(num_cpus=0.5, max_concurrency=100).remote(
+            WORKER, str(tiny_path), pool, judges))
+
+    workers = [new(), new()]
+    await asyncio.gather(*(w.ready.remote() for w in workers))
+
+    class Fabric:
+        scheduler = Scheduler(EnvWorkers(workers, new, WORKER.concurrency))
+
+    cfg = load_config(None, ["eval.samples=4", "tasks.scales={v0: 1.0}"])
+    running = asyncio.ensure_future(evaluate(Fabric, cfg, [TASK], "before"))
+    await asyncio.sleep(1.0)
+    ray.kill(workers[0])
+    metrics = await running
+    await Fabric.scheduler.stop()
+    assert metrics["eval_before/episodes"] == 4 and metrics["eval_before/failed"] == 0
+    assert Fabric.scheduler.counters["reruns_worker_died"] >= 1
+
+
 async def test_judge_crash_is_retried_and_verifier_failures_are_recorded(ray_cluster, tiny_path, pool, tmp_path):  # noqa: F811
     # a verifier that never returns becomes a recorded failure after its deadline
     folder = write_task(tmp_path)
@@ -115,8 +144,8 @@ async def test_judge_crash_is_retried_and_verifier_failures_are_recorded(ray_clu
             while True:
                 time.sleep(1)
     """))
-    from envs.library import load_task
-    from envs.task_env import snapshot_state
+    from envs.format.library import load_task
+    from envs.format.task_env import snapshot_state
 
     task = load_task(folder, trusted=True)
     task.build(tmp_path / "env", "v0")

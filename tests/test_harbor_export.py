@@ -6,8 +6,8 @@ import subprocess
 import sys
 import tomllib
 
-from envs.harbor import export_harbor
-from envs.library import load_task
+from envs.format.library import load_task
+from envs.harbor.export import export_harbor
 from tests.test_task_format import write_task
 
 
@@ -18,7 +18,7 @@ def test_export_layout_solution_and_verifier(tmp_path):
     assert meta["verifier"]["timeout_sec"] > 0 and meta["agent"]["timeout_sec"] > 0
     assert meta["environment"]["allow_internet"] is False and meta["environment"]["memory_mb"] == 2048
     server = meta["environment"]["mcp_servers"][0]
-    assert server["name"] == "task" and server["transport"] == "stdio" and "envs.task_server" in server["args"]
+    assert server["name"] == "task" and server["transport"] == "stdio" and "envs.format.task_server" in server["args"]
     assert (out / "instruction.md").read_text().startswith("Set item 1 to 5.")
     assert os.access(out / "tests" / "test.sh", os.X_OK) and os.access(out / "solution" / "solve.sh", os.X_OK)
     agent_files = {p.name for p in (out / "environment").rglob("*")}
@@ -30,7 +30,7 @@ def test_export_layout_solution_and_verifier(tmp_path):
     env = dict(os.environ, PYTHONPATH=str(out / "environment" / "progagent"))
     probe = ("import asyncio, sys\nfrom mcp import Client, StdioServerParameters\n"
              "async def main():\n"
-             f"    p = StdioServerParameters(command=sys.executable, args=['-m','envs.task_server','--task',"
+             f"    p = StdioServerParameters(command=sys.executable, args=['-m','envs.format.task_server','--task',"
              f"'{out}/environment/progagent/tasks/{task.id}','--root','{out}/environment/env'], env={{'PYTHONPATH': "
              f"'{out}/environment/progagent'}})\n"
              "    async with Client(p) as c:\n        print(sorted(t.name for t in (await c.list_tools()).tools))\n"

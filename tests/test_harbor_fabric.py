@@ -18,10 +18,10 @@ import pytest
 import ray
 
 from actors.judge import judge_shipped
-from envs.harbor import export_harbor
-from envs.harbor_import import load_harbor_task
-from envs.harbor_run import restore_tree, run_oracle, snapshot_tree
-from envs.library import load_task
+from envs.format.library import load_task
+from envs.harbor.episode import restore_tree, run_oracle, snapshot_tree
+from envs.harbor.export import export_harbor
+from envs.harbor.task import load_harbor_task
 from launch.cli import main
 from launch.eval import sweep
 from launch.rollout_cache import RolloutCache, rollout_seed

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from envs.harbor import export_harbor
-from envs.harbor_import import HarborTaskError, load_harbor_task
-from envs.harbor_run import HarborTaskEnv, check, read_rewards, verdict_from_rewards, verify
-from envs.library import get_task, split_cells
+from envs.format.library import get_task, split_cells
+from envs.harbor.episode import HarborTaskEnv, check, read_rewards, verdict_from_rewards, verify
+from envs.harbor.export import export_harbor
+from envs.harbor.task import HarborTaskError, load_harbor_task
 from rollout.agent_loop import ChatRenderer
 from rollout.episode import run_episode
 from rollout.generators.scripted import ScriptedGenerator

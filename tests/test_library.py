@@ -1,7 +1,7 @@
 """The shipped task library: its shape, and `progagent tasks validate` over all of it.
 
 Validation runs every oracle at v0–v3 through the sandboxed runtime and the task's MCP server, and
-proves each verifier rejects the untouched state and the task's wrong solutions (see envs/validate.py).
+proves each verifier rejects the untouched state and the task's wrong solutions (see envs/checks/validate.py).
 """
 
 import json
@@ -11,8 +11,8 @@ from collections import Counter
 
 import pytest
 
-from envs.library import load_library
-from envs.taskcheck import same_environment
+from envs.checks.taskcheck import same_environment
+from envs.format.library import load_library
 from tests.conftest import BIN
 
 

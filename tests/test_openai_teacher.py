@@ -6,8 +6,8 @@ from pathlib import Path
 import httpx
 from openai import AsyncOpenAI
 
-from envs.library import get_task
-from envs.task_env import LibraryTaskEnv
+from envs.format.library import get_task
+from envs.format.task_env import LibraryTaskEnv
 from rollout.episode import run_episode
 from rollout.generators.openai_backend import OpenAIGenerator, to_api_messages
 from tests.test_rollout import assert_aligned, cache, renderer, tiny_path, tokenizer  # noqa: F401

@@ -1,12 +1,13 @@
 """The agent loop on the tiny model, the real runtime and a real task, under all three harnesses."""
 
 import math
+import re
 
 import pytest
 from transformers import AutoTokenizer
 
-from envs.library import get_task
-from envs.task_env import EnvironmentCache, LibraryTaskEnv, open_task_episode
+from envs.format.library import get_task
+from envs.format.task_env import EnvironmentCache, LibraryTaskEnv, open_task_episode
 from rollout.agent_loop import ChatRenderer, run_agent
 from rollout.generators.hf import HFGenerator
 from rollout.generators.scripted import ScriptedGenerator
@@ -228,3 +229,82 @@ def test_collect_and_build_tiny_commands(tmp_path, tiny_path):
     r = subprocess.run([str(BIN / "progagent"), "collect", "--teacher", "gpt-4", "--out", str(out)],
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 2 and "--teacher must be 'oracle' or 'openai:MODEL'" in r.stdout
+
+
+def _limited_task(root, max_turns: int, program_timeout_s: float):
+    """A task of our format whose task.toml sets its own [limits]."""
+    import textwrap
+
+    from envs.format.library import load_task
+    from tests.test_task_format import write_task
+
+    folder = write_task(root, "limited_items", toml=textwrap.dedent(f'''\
+        id = "limited_items"
+        domain = "inventory"
+        title = "Demo"
+        tools = ["list_items", "set_qty", "explode", "read_file", "count"]
+        seed = 1
+
+        [limits]
+        max_turns = {max_turns}
+        program_timeout_s = {program_timeout_s}
+        '''))
+    return load_task(folder, trusted=True)
+
+
+SLEEPY = call_text("programmatic_tool_call", {"code": "import time\ntime.sleep(8)\nprint('woke')"})
+
+
+async def test_an_episode_keeps_the_smaller_of_the_runs_and_the_tasks_limits(renderer, tmp_path):
+    """The runtime's program_timeout_s and a task's [limits] are what an episode runs under (the harness
+    had always passed its own 120 s, and task.toml's [limits] were never read)."""
+    from envs.runtime.episode import Runtime
+    from rollout.episode import run_episode
+    from schema.config import RuntimeConfig
+
+    cache = EnvironmentCache(tmp_path / "cache")
+    loose = _limited_task(tmp_path / "loose", max_turns=40, program_timeout_s=120)
+    strict = _limited_task(tmp_path / "strict", max_turns=2, program_timeout_s=2)
+    async with Runtime(RuntimeConfig(warm_pool=0, program_timeout_s=2, interrupt_grace_s=3)) as rt:
+        # the run's 2 s program timeout, under a task that allows 120
+        traj = await run_episode(LibraryTaskEnv(loose, "v0", cache), rt, ScriptedGenerator(renderer.tok, [SLEEPY]),
+                                 renderer, "ptc", limits=LoopLimits(max_turns=1))
+        assert "timed out" in traj.turns[0].observations[0] and "woke" not in traj.turns[0].observations[0]
+        assert traj.turns[0].execute_s < 7
+    async with Runtime(RuntimeConfig(warm_pool=0, program_timeout_s=60, interrupt_grace_s=3)) as rt:
+        # the task's 2 s and 2 turns, under a run that allows 60 s and 5 turns
+        env = LibraryTaskEnv(strict, "v0", cache)
+        traj = await run_episode(env, rt, ScriptedGenerator(renderer.tok, [SLEEPY] * 4 + ["done"]), renderer, "ptc",
+                                 limits=LoopLimits(max_turns=5))
+        assert len(traj.turns) == 2 and traj.termination == "max_turns"
+        assert "timed out" in traj.turns[0].observations[0] and traj.turns[0].execute_s < 7
+
+
+def test_evaluation_samples_at_its_own_temperature():
+    """EvalStage.temperature reaches every evaluation episode's sampling (it was never read)."""
+    from actors.env_worker import episode_sampling
+    from launch.train import eval_requests
+    from schema.load import load_config
+
+    cfg = load_config(None, ["eval.temperature=0.3", "eval.samples=2", "fabric.env_worker.sampling.temperature=1.0",
+                             "tasks.scales={v0: 1.0, v2: 1.0}"])
+    reqs = eval_requests(cfg, ["a", "b"], "before")
+    assert len(reqs) == 2 * 2 * 2 and {r.temperature for r in reqs} == {0.3}
+    assert len({r.seed for r in reqs}) == len(reqs)
+    sampling = episode_sampling(cfg.fabric.env_worker.sampling, reqs[0])
+    assert sampling.temperature == 0.3 and sampling.seed == reqs[0].seed
+
+
+@pytest.mark.parametrize("override,field,where", [
+    ("fabric.env_worker.library_root=x", "library_root", "tasks.library_root"),
+    ("fabric.generator.model=x", "model", "model.path"),
+    ("fabric.learner_ranks=4", "learner_ranks", "fsdp_ranks"),
+    ("buffer.group_size=4", "buffer", "`rollout`")])
+def test_fields_that_did_nothing_are_refused_by_name(override, field, where):
+    """They were overwritten or restated another field (library_root, generator.model, learner_ranks), or
+    moved (`buffer` is `rollout`): a config that sets them is told so, and where it went, before
+    anything starts."""
+    from schema.load import ConfigError, load_config
+
+    with pytest.raises(ConfigError, match=f"unknown field `{field}`.*{re.escape(where)}"):
+        load_config(None, [override])

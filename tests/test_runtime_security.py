@@ -116,7 +116,7 @@ async def test_cannot_read_host_files_task_oracles_or_home(episode, tmp_path):
     oracle = ROOT / "envs" / "tasks" / "_probe_oracle.py"
     oracle.write_text("ANSWER = 'TOP SECRET'")
     try:
-        paths = [str(planted), str(host_tmp), str(oracle), str(ROOT / "envs" / "library.py"),
+        paths = [str(planted), str(host_tmp), str(oracle), str(ROOT / "envs" / "format" / "library.py"),
                  str(ROOT / "pyproject.toml"), "/etc/shadow", "/etc/hostname"]
         code = (
             f"for p in {paths!r}:\n"

@@ -18,9 +18,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from envs.code_runner import CandidateCodeError, CodeRunner, CodeTimeout, bwrap_works
-from envs.library import load_library, load_task
-from envs.task_env import EnvironmentCache, judge
+from envs.format.code_runner import CandidateCodeError, CodeRunner, CodeTimeout, bwrap_works
+from envs.format.library import load_library, load_task
+from envs.format.task_env import EnvironmentCache, judge
 from launch import synth_cli
 from rollout.tiny_model import train_tokenizer
 from schema.synth import load_synth_config

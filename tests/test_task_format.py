@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from mcp import Client, StdioServerParameters
 
-from envs.library import TaskLoadError, load_library, load_task
-from envs.task_server import build_server
+from envs.format.library import TaskLoadError, load_library, load_task
+from envs.format.task_server import build_server
 from envs.taskkit import Env
 from tests.conftest import processes_with
 
@@ -148,7 +148,7 @@ async def test_task_server_schema_transactions_and_errors(tmp_path):
 async def test_task_server_over_stdio(tmp_path):
     task = load_task(write_task(tmp_path), trusted=True)
     task.build(tmp_path / "env", "v0")
-    params = StdioServerParameters(command=sys.executable, args=["-m", "envs.task_server", "--task", str(task.dir),
+    params = StdioServerParameters(command=sys.executable, args=["-m", "envs.format.task_server", "--task", str(task.dir),
                                                                 "--root", str(tmp_path / "env")])
     async with Client(params) as client:
         r = await client.call_tool("set_qty", {"item_id": 1, "qty": 5})
@@ -167,8 +167,8 @@ for call in [("list_items", {"page_no": 2}), ("count", {}), ("read_file", {"path
 
 
 async def test_oracle_through_sandbox_and_judge(tmp_path, runtime):
-    from envs.task_env import EnvironmentCache
-    from envs.validate import run_solution
+    from envs.checks.validate import run_solution
+    from envs.format.task_env import EnvironmentCache
 
     task = load_task(write_task(tmp_path), trusted=True)
     cache = EnvironmentCache(tmp_path / "cache")
@@ -242,8 +242,8 @@ async def test_sandboxed_task_server_sees_no_host_files_or_network(tmp_path, run
     """A tools.py that reads host files, lists its own folder or dials a local listener: in process it
     can; through the "sandboxed" transport every such call is an error the program sees, while the
     task's own tools still read and write the episode's environment."""
-    from envs.task_env import EnvironmentCache
-    from envs.validate import run_solution
+    from envs.checks.validate import run_solution
+    from envs.format.task_env import EnvironmentCache
 
     task_id = f"leaky_{uuid.uuid4().hex[:8]}"  # names this test's server processes on the host
     folder = write_task(tmp_path / "tasks", task_id, toml=textwrap.dedent(f'''\
@@ -307,7 +307,7 @@ def test_shipped_tasks_touch_workspace_files_only_through_the_env_methods():
     write_text and list_files, which open what they check."""
     import re
 
-    from envs.library import LIBRARY_DIR
+    from envs.format.library import LIBRARY_DIR
 
     offending = []
     for folder in (LIBRARY_DIR, LIBRARY_DIR.parent / "starter_tasks"):
@@ -372,12 +372,12 @@ def _tool_listing(server) -> list[dict]:
 
 def test_hosted_tools_publish_the_sdk_servers_schemas(tmp_path):
     """The "sandboxed" transport's MCP server is rebuilt from the signatures its tool host describes
-    (envs/tool_host.py): every library task, and a tools.py with every supported parameter shape,
+    (envs/format/tool_host.py): every library task, and a tools.py with every supported parameter shape,
     gets the names, descriptions and input and output schemas of the SDK server built from the
     functions themselves; a shape the host cannot describe exactly is refused (and then served by
     the SDK server in the sandbox, see the next test)."""
-    from envs.hosted_tools import HostedTaskTools
-    from envs.tool_host import Unsupported, describe_tool
+    from envs.format.hosted_tools import HostedTaskTools
+    from envs.format.tool_host import Unsupported, describe_tool
 
     folder = write_task(tmp_path / "typed", "typed_items", toml=textwrap.dedent('''\
         id = "typed_items"
@@ -431,8 +431,8 @@ async def test_sandboxed_tool_host_restarts_after_a_crash_or_a_hang_and_falls_ba
     call is an error that says what happened; the next call gets a fresh tool host over the same
     environment (the write before the crash is kept). A tools.py with a signature the host cannot
     describe is served by the SDK's server in the same sandbox, with the in-process schemas."""
+    from envs.format.task_env import EnvironmentCache, open_task_episode
     from envs.runtime.episode import Runtime
-    from envs.task_env import EnvironmentCache, open_task_episode
     from schema.config import RuntimeConfig
 
     toml = '''id = "{id}"\ndomain = "inventory"\ntitle = "Demo"\nseed = 1\ntools = {tools}\n'''

@@ -9,8 +9,8 @@ vllm = pytest.importorskip("vllm")
 
 import torch  # noqa: E402
 
-from envs.library import get_task  # noqa: E402
-from envs.task_env import open_task_episode  # noqa: E402
+from envs.format.library import get_task  # noqa: E402
+from envs.format.task_env import open_task_episode  # noqa: E402
 from rollout.agent_loop import run_agent  # noqa: E402
 from rollout.generators.hf import HFGenerator  # noqa: E402
 from rollout.generators.vllm_backend import VLLMGenerator  # noqa: E402

@@ -20,7 +20,7 @@ every disk_check_s while a program runs (a program writing fast can pass the lim
 in that time), after every program and after every direct call. Past a
 limit the program is stopped, the episode ENDS (every later program or call is an error that says
 so; `ended` holds why) and a workspace the runtime made is emptied, so the disk comes back at once.
-Removal is iterative and never follows a link (envs/untrusted_fs.py): `close()` always completes,
+Removal is iterative and never follows a link (envs/runtime/untrusted_fs.py): `close()` always completes,
 whatever tree a program left.
 """
 
@@ -39,7 +39,7 @@ from typing import Any
 
 import msgspec
 
-from envs import untrusted_fs
+from envs.runtime import untrusted_fs
 from envs.runtime.bridge import ToolBridge
 from envs.runtime.kernel import SandboxedKernel
 from envs.runtime.limits import LimitBackend

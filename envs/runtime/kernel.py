@@ -34,7 +34,7 @@ from typing import Any
 
 import msgspec
 
-from envs import untrusted_fs
+from envs.runtime import untrusted_fs
 from envs.runtime.kernel_channels import KernelChannels
 from envs.runtime.limits import LimitBackend, SandboxLimits
 from envs.runtime.sandbox import BWRAP_ENV, IN_KERNEL_DIR, bwrap_argv, kernel_argv, launch_argv

@@ -15,8 +15,8 @@ cleared, a new session (no terminal signals), and the sandbox dies with its pare
 
 The common part is shared by every bubblewrap sandbox of the project: `isolation_argv` (those flags
 and the fresh root with /usr, /proc, /dev, /tmp) and `python_binds` (the Python installation with
-task library folders hidden) are also used by the task code child (envs/code_runner.py), the
-sandboxed task MCP server (envs/task_env.py) and Harbor's container view (envs/harbor_import.py).
+task library folders hidden) are also used by the task code child (envs/format/code_runner.py), the
+sandboxed task MCP server (envs/format/task_env.py) and Harbor's container view (envs/harbor/task.py).
 `TASK_CODE` is what a task folder's code imports from the repository (bound file by file).
 
 Every one of them starts through `launch_argv`, with `BWRAP_ENV` as bubblewrap's own environment:
@@ -36,10 +36,11 @@ from pathlib import Path
 
 SHIM_DIR = Path(__file__).resolve().parent / "shim"
 _ENVS = Path(__file__).resolve().parents[1]
-#: the repository modules a task folder's code imports (envs/TASK_FORMAT.md): path under the code root → file
-TASK_CODE = {**{f"envs/{name}": _ENVS / name
-                for name in ("__init__.py", "library.py", "provenance.py", "taskkit.py", "untrusted_fs.py")},
-             **{f"schema/{name}": _ENVS.parent / "schema" / name for name in ("__init__.py", "records.py")}}
+#: the repository modules a task folder's code imports (envs/format/TASK_FORMAT.md): path under the code root → file
+TASK_CODE = {rel: _ENVS.parent / rel for rel in (
+    "envs/__init__.py", "envs/taskkit.py", "envs/runtime/__init__.py", "envs/runtime/untrusted_fs.py",
+    "envs/format/__init__.py", "envs/format/library.py", "envs/format/provenance.py",
+    "schema/__init__.py", "schema/records.py")}
 IN_KERNEL_DIR = "/run/progagent"
 IN_TOOLS_DIR = "/run/tools"
 IN_SHIM_DIR = "/opt/progagent"

@@ -8,7 +8,7 @@ workspace grow with scale; instruction and tool schemas are identical at every s
 Wrong solutions test the verifier, which does not care how the state was made: they run as plain
 calls to the same tool functions with the MCP server's JSON round trip and commit/rollback
 (`Task.run_program`) — in this process for the library's own tasks, in a bubblewrap child for
-model-written ones and any task that did not ship (envs/code_runner.py). A sandboxed kernel and task server per wrong solution had
+model-written ones and any task that did not ship (envs/format/code_runner.py). A sandboxed kernel and task server per wrong solution had
 been half the library's CPU time. `validate_parallel` keeps one runtime (and its warm pool) per
 worker process, and workers pull tasks until none are left.
 """
@@ -24,11 +24,11 @@ from typing import Any
 
 import msgspec
 
-from envs.library import Task, copy_environment, split_cells
+from envs.checks.taskcheck import env_stats, same_environment
+from envs.format.library import Task, copy_environment, split_cells
+from envs.format.task_env import EnvironmentCache, Verdict, judge, judge_episode, open_task_episode
 from envs.runtime.episode import Runtime
 from envs.runtime.upstream import ToolCallRecord
-from envs.task_env import EnvironmentCache, Verdict, judge, judge_episode, open_task_episode
-from envs.taskcheck import env_stats, same_environment
 from schema.records import SCALES
 
 READ_ANSWER = ("import json as _json\n"
@@ -75,7 +75,7 @@ async def run_solution(runtime: Runtime, task: Task, scale: str, cache: Environm
 
 def _wrong_run(task: Task, scale: str, cache: EnvironmentCache, source: str) -> tuple[float, str | None]:
     """(reward, error) of a wrong solution run by `task.run_program` on a copy of the environment. One
-    that raises is an error to report, as `envs.taskcheck` does: it would pass as "rejected" without
+    that raises is an error to report, as `envs.checks.taskcheck` does: it would pass as "rejected" without
     testing the verifier (and so would a broken runner)."""
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp) / "env"
@@ -89,9 +89,9 @@ def _wrong_run(task: Task, scale: str, cache: EnvironmentCache, source: str) -> 
 
 async def validate_task(runtime: Runtime, task: Task, cache: EnvironmentCache,
                         scales: tuple[str, ...] = SCALES, transport: str | None = None) -> dict[str, Any]:
-    """`transport`: how the task's MCP server runs for the oracle (envs/task_env.py; None: the task's
+    """`transport`: how the task's MCP server runs for the oracle (envs/format/task_env.py; None: the task's
     own, "sandboxed" for every task that did not ship). Wrong solutions run through `task.run_program`: in process for the
-    library's own tasks, in the synthesis sandbox's child for model-written ones and any task that did not ship (envs/code_runner.py)."""
+    library's own tasks, in the synthesis sandbox's child for model-written ones and any task that did not ship (envs/format/code_runner.py)."""
     report: dict[str, Any] = {"task": task.id, "domain": task.spec.domain, "scales": {}, "problems": []}
     problems: list[str] = report["problems"]
     try:
@@ -149,7 +149,7 @@ def _validate_worker(folders: list[str], counter: Any, results: Any, concurrency
     from the shared `counter` so a slow task does not hold up a pre-dealt chunk."""
     import uvloop
 
-    from envs.library import load_task
+    from envs.format.library import load_task
 
     def take() -> int:
         with counter.get_lock():

@@ -1,5 +1,5 @@
 """One operation on a task's code that did not ship with ProgAgent, in a child process (started by
-envs/code_runner.py).
+envs/format/code_runner.py).
 
     python task_child.py < request.json
 
@@ -37,7 +37,7 @@ def _task_traceback(exc: BaseException, prefix: str) -> str:
 
 
 def run(req: dict) -> object:
-    from envs.library import load_task
+    from envs.format.library import load_task
 
     task = load_task(Path(req["task_dir"]), trusted=True)  # this child is the sandbox
     op = req["op"]

@@ -4,15 +4,15 @@ A task folder's data.py, tools.py and verify.py (and wrong/*.py, run as plain ca
 are Python run by whoever loads the task. The shipped ones (envs/tasks/, envs/starter_tasks/) are
 reviewed with the project. Anything else (a synthesized task copied into a library, a `--root`
 folder, a download) is the model's or a stranger's, and runs only in bubblewrap
-(envs/code_runner.py), on every path that loads tasks: validate, train, eval, filter, judges.
+(envs/format/code_runner.py), on every path that loads tasks: validate, train, eval, filter, judges.
 
 "Shipped" is checked, not assumed from a location: the folder must be a direct child of a shipped
-library folder AND every file in it must have the SHA-256 recorded in envs/shipped_tasks.json. A
+library folder AND every file in it must have the SHA-256 recorded in envs/format/shipped_tasks.json. A
 task dropped into envs/tasks/, or a shipped task edited in place, is external until the manifest is
-regenerated (`python -m envs.provenance --update`, which a test keeps current). Standard library only.
+regenerated (`python -m envs.format.provenance --update`, which a test keeps current). Standard library only.
 
-    python -m envs.provenance --update     # after editing a shipped task on purpose
-    python -m envs.provenance --check      # exit 1 when the manifest is stale
+    python -m envs.format.provenance --update     # after editing a shipped task on purpose
+    python -m envs.format.provenance --check      # exit 1 when the manifest is stale
 """
 
 from __future__ import annotations
@@ -23,11 +23,11 @@ import json
 import sys
 from pathlib import Path
 
-from envs import untrusted_fs
+from envs.runtime import untrusted_fs
 
-ENVS = Path(__file__).resolve().parent
+ENVS = Path(__file__).resolve().parents[1]
 SHIPPED_LIBRARIES = (ENVS / "tasks", ENVS / "starter_tasks")
-MANIFEST = ENVS / "shipped_tasks.json"
+MANIFEST = Path(__file__).resolve().with_name("shipped_tasks.json")
 
 SHIPPED = "shipped"
 EXTERNAL = "external"
@@ -35,7 +35,7 @@ EXTERNAL = "external"
 
 def folder_digest(folder: Path) -> dict[str, str]:
     """SHA-256 of every file in a task folder (relative path → hex), caches left out, read without
-    following links (envs/untrusted_fs.py). A link or a special file is recorded as such: it never
+    following links (envs/runtime/untrusted_fs.py). A link or a special file is recorded as such: it never
     makes a folder shipped."""
     out: dict[str, str] = {}
     for entry in untrusted_fs.walk(folder, max_entries=10_000, max_depth=16):
@@ -91,7 +91,7 @@ def build_manifest() -> dict[str, dict[str, str]]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="The manifest of task folders shipped with ProgAgent.")
     group = parser.add_mutually_exclusive_group(required=True)
-    group.add_argument("--update", action="store_true", help="rewrite envs/shipped_tasks.json from the folders")
+    group.add_argument("--update", action="store_true", help="rewrite envs/format/shipped_tasks.json from the folders")
     group.add_argument("--check", action="store_true", help="exit 1 when the manifest does not match the folders")
     args = parser.parse_args(argv)
     built = build_manifest()

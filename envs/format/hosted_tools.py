@@ -1,7 +1,7 @@
 """The runtime's half of the "sandboxed" task-server transport: an in-process MCP server whose tools
-forward to a task's tools.py running in a bubblewrap child (`python -m envs.tool_host`).
+forward to a task's tools.py running in a bubblewrap child (`python -m envs.format.tool_host`).
 
-The child describes its tools' signatures; this side rebuilds them (`envs.tool_host.build_signature`)
+The child describes its tools' signatures; this side rebuilds them (`envs.format.tool_host.build_signature`)
 and registers forwarding functions with the SDK's `MCPServer`, so the schemas, the argument
 validation and the result conversion are the SDK's own, as for the in-process transport. A call
 goes to the child as JSON and comes back as JSON. When the child ends (a crash, a tool that calls
@@ -27,10 +27,10 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic_core import to_jsonable_python
 
+from envs.format.tool_host import build_signature
 from envs.runtime.bridge import MAX_REPLY_BYTES
 from envs.runtime.sandbox import BWRAP_ENV
 from envs.runtime.upstream import Upstream, UpstreamSpec
-from envs.tool_host import build_signature
 
 #: the most one line from the tool host may hold (its tool list, or one call's reply): tools.py is
 #: task code, possibly model-written, so the host buffers no more than this; a longer reply is the
@@ -94,7 +94,7 @@ class HostedTaskTools(Upstream):
         return json.loads(line)
 
     def _server(self, described: dict[str, Any]) -> MCPServer:
-        # named and introduced as envs.task_server.build_server does
+        # named and introduced as envs.format.task_server.build_server does
         server = MCPServer(f"task-{described['task']}", instructions=f"Tools of the task {described['title']!r}.",
                            log_level="WARNING")
         for desc in described["tools"]:

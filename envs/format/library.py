@@ -1,13 +1,13 @@
 """Find, decode and load task folders (envs/tasks/<id>/), one broken task never hiding the others.
 
-The task contract is written in envs/TASK_FORMAT.md. Task modules are loaded from their files
+The task contract is written in envs/format/TASK_FORMAT.md. Task modules are loaded from their files
 (not imported as packages) so a task folder can live anywhere: the shipped library, a synthesis
 workspace, or an imported Harbor task. `Task.run_program` runs a program's cells against an
 environment in this process, with the tools as plain calls: for the task's own oracle and wrong
 solutions (validator, context report), or inside the synthesis sandbox's child — never for a model.
 
-Whose code may run here (envs/provenance.py): only a shipped task's. `load_task` gives any other
-folder as a `SandboxedTask` (envs/code_runner.py), whose build, verify, tool listing and programs
+Whose code may run here (envs/format/provenance.py): only a shipped task's. `load_task` gives any other
+folder as a `SandboxedTask` (envs/format/code_runner.py), whose build, verify, tool listing and programs
 run in bubblewrap and whose tools are served by the "sandboxed" transport. `trusted=True` loads a
 folder's code into this process all the same: for the sandboxed children themselves (the tool host,
 the task child), and for callers who vouch for a folder they wrote (tests).
@@ -30,12 +30,12 @@ from typing import Any
 
 import msgspec
 
-from envs import untrusted_fs
-from envs.provenance import SHIPPED, provenance
+from envs.format.provenance import SHIPPED, provenance
+from envs.runtime import untrusted_fs
 from envs.taskkit import Env, Scale, ToolError, VerifyContext, is_tool, scale_named
 from schema.records import SCALES
 
-LIBRARY_DIR = Path(__file__).resolve().parent / "tasks"
+LIBRARY_DIR = Path(__file__).resolve().parents[1] / "tasks"
 REQUIRED_FILES = ("task.toml", "instruction.md", "data.py", "tools.py", "verify.py", "oracle.py")
 CELL_MARKER = "# %%"
 #: a built environment (db + workspace) copied into an episode: far above any task's (v3 is ~1 MB)
@@ -74,12 +74,12 @@ class Task:
         self.dir = folder
         self.spec = spec
         self.id = spec.id
-        self.provenance = provenance  # envs/provenance.py: "shipped", or "external" (then run sandboxed)
+        self.provenance = provenance  # envs/format/provenance.py: "shipped", or "external" (then run sandboxed)
         self._modules: dict[str, ModuleType] = {}
 
     @property
     def tool_transport(self) -> str:
-        """How this task's tools.py is served to episodes (envs/task_env.py): in this process for code
+        """How this task's tools.py is served to episodes (envs/format/task_env.py): in this process for code
         that runs here (a shipped task, or inside a sandbox); SandboxedTask says "sandboxed"."""
         return "inprocess"
 
@@ -266,7 +266,7 @@ def load_task(folder: str | Path, required: tuple[str, ...] = REQUIRED_FILES, *,
     task = Task(folder, spec, origin)
     if origin == SHIPPED or trusted:
         return task
-    from envs.code_runner import SandboxedTask  # the runner imports this module
+    from envs.format.code_runner import SandboxedTask  # the runner imports this module
 
     return SandboxedTask(task, runner)
 
@@ -305,7 +305,7 @@ def get_task(task_id: str, root: str | Path = LIBRARY_DIR, *, trusted: bool = Fa
 
 def copy_environment(src: Path, dst: Path) -> None:
     """Copy a built environment (db + workspace) into dst, keeping dst/workspace as the same inode.
-    Nothing is followed and only regular files and folders are copied (envs/untrusted_fs.py): a
+    Nothing is followed and only regular files and folders are copied (envs/runtime/untrusted_fs.py): a
     built environment is the output of a task's data.py."""
     (dst / "workspace").mkdir(parents=True, exist_ok=True)
     size = untrusted_fs.copy_file(src / "db.sqlite", dst, "db.sqlite", max_bytes=MAX_ENVIRONMENT_BYTES)

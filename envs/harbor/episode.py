@@ -10,7 +10,7 @@ ships `snapshot_tree(final state)` to a Judge actor, which restores it and runs 
 (`HarborTaskEnv.judge_shipped`).
 
 Episode: the episode's `env/container/` folder is the task's container tree (mapping rule in
-envs/harbor_import.py). Stdio MCP servers run in the task's container view (bubblewrap, outside the
+envs/harbor/task.py). Stdio MCP servers run in the task's container view (bubblewrap, outside the
 kernel's sandbox, like our own task servers); url servers are connected as given. The kernel's
 /workspace stays empty: the model reaches the environment through the task's MCP servers only.
 
@@ -27,14 +27,12 @@ recorded verifier error with reward 0, never a lost sample.
 from __future__ import annotations
 
 import asyncio
-import io
 import json
 import os
 import posixpath
 import shutil
 import signal
 import subprocess
-import tarfile
 import tempfile
 import threading
 import time
@@ -44,9 +42,9 @@ from pathlib import Path
 
 import msgspec
 
-from envs import untrusted_fs
-from envs.episode_env import MAX_STATE_BYTES, MAX_STATE_DEPTH, MAX_STATE_ENTRIES, EnvLimits, StateRefused
-from envs.harbor_import import HarborTask, resolve_host_env
+from envs.episode_env import EnvLimits, StateRefused, restore, snapshot
+from envs.harbor.task import HarborTask, resolve_host_env
+from envs.runtime import untrusted_fs
 from envs.runtime.episode import Episode, EpisodeState, Runtime
 from envs.runtime.limits import LimitBackend
 from envs.runtime.sandbox import BWRAP_ENV, launch_argv
@@ -54,7 +52,7 @@ from envs.runtime.upstream import Upstream, UpstreamSpec
 from schema.records import HarborRef, Verdict
 
 TREE_DIR = "container"
-CRITERION = "criterion_"  # reward.json entries named criterion_<name> (what envs/harbor.py writes)
+CRITERION = "criterion_"  # reward.json entries named criterion_<name> (what envs/harbor/export.py writes)
 JUDGE_GRACE_S = 30.0  # a judge's deadline beyond [verifier] timeout_sec (restore, copies, bubblewrap)
 
 
@@ -294,34 +292,14 @@ def check(task: HarborTask) -> CheckReport:
 # ---- the fabric's path: the final container tree shipped from an env worker to a judge ----
 
 def snapshot_tree(state: EpisodeState | str | Path) -> bytes:
-    """An episode's final container tree as tar bytes, to judge it in another process or on another node.
-    Streamed to a temporary file and bounded like `envs.task_env.snapshot_state`, nothing followed;
-    symbolic links are kept as links (a container tree has them), pipes and devices are refused."""
-    with tempfile.TemporaryFile(prefix="harbor-state-") as f:
-        try:
-            untrusted_fs.write_tar(f, [(tree_of(state), TREE_DIR)], max_bytes=MAX_STATE_BYTES, links=True,
-                                   max_entries=MAX_STATE_ENTRIES, max_depth=MAX_STATE_DEPTH)
-        except untrusted_fs.PathRefused as exc:
-            raise StateRefused(f"the final container tree cannot be judged: {exc}") from None
-        f.seek(0)
-        return f.read()
+    """An episode's final container tree as tar bytes, to judge it in another process or on another node
+    (envs/episode_env.snapshot: bounded, nothing followed; the tree's links kept as links)."""
+    return snapshot([(tree_of(state), TREE_DIR)], links=True)
 
 
 def restore_tree(data: bytes, dst: str | Path) -> Path:
-    """The tree of `snapshot_tree`, under `dst`. The "tar" filter, not "data": symbolic links keep their
-    absolute container targets (they resolve inside the container view), while members still cannot
-    be written outside `dst` and set-id bits are dropped; sizes and counts as for snapshots."""
-    dst = Path(dst)
-    dst.mkdir(parents=True, exist_ok=True)
-    with tarfile.open(fileobj=io.BytesIO(data), mode="r:") as tar:
-        total = 0
-        for n, member in enumerate(tar):
-            total += member.size
-            if n >= MAX_STATE_ENTRIES or total > MAX_STATE_BYTES or not (member.isfile() or member.isdir()
-                                                                          or member.issym()):
-                raise StateRefused(f"the shipped container tree cannot be restored: {member.name[:200]!r}")
-            tar.extract(member, dst, filter="tar")
-    return dst / TREE_DIR
+    """The tree of `snapshot_tree`, under `dst` (envs/episode_env.restore, links kept)."""
+    return restore(data, dst, links=True) / TREE_DIR
 
 
 class HarborTaskEnv:

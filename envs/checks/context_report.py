@@ -16,10 +16,10 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from envs.library import Task
+from envs.checks.validate import SolutionRun, run_solution
+from envs.format.library import Task
+from envs.format.task_env import EnvironmentCache
 from envs.runtime.episode import Runtime
-from envs.task_env import EnvironmentCache
-from envs.validate import SolutionRun, run_solution
 from schema.records import SCALES
 
 

@@ -28,7 +28,7 @@ Destinations under /usr, /bin, /lib*, /sbin, /proc, /dev or /sys are refused: th
 A task folder is third-party input, and its container's processes are the model's: the host never
 follows a link of either. Symbolic links in environment/ must stay inside it (an absolute target or
 one that climbs out is refused when the task loads), files are copied into the tree without
-following any link on the way (envs/untrusted_fs.py: a COPY through a link already in the tree is
+following any link on the way (envs/runtime/untrusted_fs.py: a COPY through a link already in the tree is
 refused), and the answer file is written the same way. Harbor resolves `${VAR}` / `${VAR:-default}`
 in env tables from the host's environment; here only the variables named in
 PROGAGENT_HARBOR_PASS_ENV (comma-separated) are, the rest take their default or nothing (a task
@@ -41,7 +41,7 @@ Optional, ignored by Harbor itself:
     workdir = "/app"                  # overrides the Dockerfile's WORKDIR
     copy = { "/srv/data" = "seed" }   # extra container path = environment/-relative source
 
-`envs/harbor_run.py` runs the MCP servers, the verifier and the oracle in this layout.
+`envs/harbor/episode.py` runs the MCP servers, the verifier and the oracle in this layout.
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ from typing import Any
 
 import msgspec
 
-from envs import untrusted_fs
+from envs.runtime import untrusted_fs
 
 DEFAULT_ANSWER_PATH = "/app/answer.txt"
 TRANSPORTS = ("stdio", "sse", "streamable-http")

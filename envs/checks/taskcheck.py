@@ -2,10 +2,10 @@
 
 This runs tools as plain Python calls (with a JSON round trip, as MCP would do) and programs with
 `exec`, so it is NOT a sandbox: use it only on code you trust (an author's own task; the folder is
-loaded as trusted, envs/provenance.py). `progagent tasks validate` runs the same checks through the
+loaded as trusted, envs/format/provenance.py). `progagent tasks validate` runs the same checks through the
 real sandboxed runtime, and runs any task that did not ship in bubblewrap.
 
-    python -m envs.taskcheck TASK_ID [--scales v0,v1,v2,v3]
+    python -m envs.checks.taskcheck TASK_ID [--scales v0,v1,v2,v3]
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from envs import untrusted_fs
-from envs.library import MAX_ENVIRONMENT_BYTES, Task, TaskLoadError, get_task, load_task
+from envs.format.library import MAX_ENVIRONMENT_BYTES, Task, TaskLoadError, get_task, load_task
+from envs.runtime import untrusted_fs
 from schema.records import SCALES
 
 

@@ -11,16 +11,16 @@ of 16 rollouts builds once). The verifier reads the episode's final state and a 
 the initial state; neither it nor the oracle is ever inside the sandbox.
 
 Where the task's tools.py runs (`transport`, see `task_upstream`; by default the task's own
-`Task.tool_transport`: "inprocess" for a shipped task, "sandboxed" for any other, envs/provenance.py):
+`Task.tool_transport`: "inprocess" for a shipped task, "sandboxed" for any other, envs/format/provenance.py):
 - "inprocess" (the library's own, shipped tasks): in this process, the SDK's in-memory
   transport, no process start per episode;
-- "stdio": `python -m envs.task_server` as a plain child process (no isolation; shipped tasks only);
-- "sandboxed" (every task that did not ship: model-written ones, other libraries): tools.py runs in `python -m envs.tool_host` inside
+- "stdio": `python -m envs.format.task_server` as a plain child process (no isolation; shipped tasks only);
+- "sandboxed" (every task that did not ship: model-written ones, other libraries): tools.py runs in `python -m envs.format.tool_host` inside
   bubblewrap, under the runtime's memory and process limits (`open_task_episode`; with cgroups its
   own cgroup, emptied when the episode closes, so threads and processes a tool started end with
-  it); the MCP server is in this process and forwards each call to it (envs/hosted_tools.py). The
+  it); the MCP server is in this process and forwards each call to it (envs/format/hosted_tools.py). The
   host imports no MCP SDK: a start is ~0.3 s of CPU where an SDK server in the sandbox was 1-2.5 s
-  (the SDK server, `envs.task_server`, is still what serves a tools.py whose signatures the host's
+  (the SDK server, `envs.format.task_server`, is still what serves a tools.py whose signatures the host's
   protocol cannot describe). It sees /usr, the Python installation (read-only, task library
   folders under it hidden), the five envs/ modules it imports (envs/__init__, library, taskkit,
   task_server, tool_host; read-only, /opt/progagent), of the task folder only task.toml and tools.py
@@ -47,9 +47,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from envs import untrusted_fs
-from envs.episode_env import MAX_STATE_BYTES, MAX_STATE_DEPTH, MAX_STATE_ENTRIES, EnvLimits, StateRefused
-from envs.library import Task, copy_environment
+from envs.episode_env import MAX_STATE_BYTES, EnvLimits, restore, snapshot
+from envs.format.library import Task, copy_environment
 from envs.runtime.sandbox import TASK_CODE, isolation_argv, launch_argv, python_binds, setenv_argv
 from schema.records import TaskRef, Verdict
 
@@ -61,9 +60,9 @@ if TYPE_CHECKING:
 TASK_UPSTREAM = "task"
 TRANSPORTS = ("inprocess", "stdio", "sandboxed")
 #: what the sandboxed task server imports from the repository (bound file by file, read-only)
-SERVER_CODE = {**TASK_CODE, **{f"envs/{n}": Path(__file__).resolve().with_name(n)
+SERVER_CODE = {**TASK_CODE, **{f"envs/format/{n}": Path(__file__).resolve().with_name(n)
                                for n in ("task_server.py", "tool_host.py")}}
-#: the task files the server loads (envs.task_server.main); nothing else of the task folder is bound
+#: the task files the server loads (envs.format.task_server.main); nothing else of the task folder is bound
 SERVED_FILES = ("task.toml", "tools.py")
 IN_CODE = "/opt/progagent"
 IN_TASK = "/task"
@@ -110,8 +109,8 @@ class EnvironmentCache:
             shutil.rmtree(self._tmp, ignore_errors=True)
 
 
-def sandboxed_server_argv(task: Task, env_root: Path, module: str = "envs.task_server") -> list[str]:
-    """`python -m envs.task_server` (or `module`: envs.tool_host) for `task` over `env_root`, inside
+def sandboxed_server_argv(task: Task, env_root: Path, module: str = "envs.format.task_server") -> list[str]:
+    """`python -m envs.format.task_server` (or `module`: envs.format.tool_host) for `task` over `env_root`, inside
     bubblewrap (module docstring), started through `launch_argv` (its options kept next to `env_root`,
     outside it: `env_root` is bound into the sandbox)."""
     folder = Path(task.dir).resolve()
@@ -135,8 +134,8 @@ def task_upstream(task: Task, env_root: Path, transport: str | None = None, *, l
     None: the task's own). A task whose code must stay sandboxed is served "sandboxed" only.
 
     "sandboxed" runs inside `limits` (a fresh cgroup/rlimit set per server start) when given."""
+    from envs.format.task_server import build_server
     from envs.runtime.upstream import Upstream, UpstreamSpec
-    from envs.task_server import build_server
 
     transport = transport or task.tool_transport
     if task.tool_transport == "sandboxed" and transport != "sandboxed":
@@ -146,12 +145,12 @@ def task_upstream(task: Task, env_root: Path, transport: str | None = None, *, l
     if transport == "inprocess":
         return Upstream(UpstreamSpec(TASK_UPSTREAM), server_object=build_server(task, env_root))
     if transport == "stdio":
-        return UpstreamSpec(TASK_UPSTREAM, [sys.executable, "-m", "envs.task_server", "--task", str(task.dir),
+        return UpstreamSpec(TASK_UPSTREAM, [sys.executable, "-m", "envs.format.task_server", "--task", str(task.dir),
                                             "--root", str(env_root)])
     if transport == "sandboxed":
-        from envs.hosted_tools import HostedTaskTools
+        from envs.format.hosted_tools import HostedTaskTools
 
-        return HostedTaskTools(TASK_UPSTREAM, sandboxed_server_argv(task, env_root, "envs.tool_host"),
+        return HostedTaskTools(TASK_UPSTREAM, sandboxed_server_argv(task, env_root, "envs.format.tool_host"),
                                sandboxed_server_argv(task, env_root), limits=limits, errlog=errlog)
     raise ValueError(f"unknown task server transport {transport!r}; expected one of {', '.join(TRANSPORTS)}")
 
@@ -206,43 +205,15 @@ def judge(task: Task, scale: str, state: EpisodeState | Path, answer: str, cache
 
 
 def snapshot_state(root: str | Path, max_bytes: int = MAX_STATE_BYTES) -> bytes:
-    """The final environment (db.sqlite + workspace/) as tar bytes, to judge it on another node.
-
-    Written to a temporary file as it is read, never followed, bounded (envs/untrusted_fs.write_tar):
-    links, pipes, devices, sparse files, more than `max_bytes` of content, MAX_STATE_ENTRIES entries
-    or MAX_STATE_DEPTH levels are a StateRefused. Stop the episode first (Episode.stop): a thread the
-    last program left behind must not change the tree while it is read."""
-    import tempfile
-
+    """The final environment (db.sqlite + workspace/) as tar bytes, to judge it on another node
+    (envs/episode_env.snapshot: bounded, nothing followed, no links)."""
     root = Path(root)
-    with tempfile.TemporaryFile(prefix="progagent-state-") as f:
-        try:
-            untrusted_fs.write_tar(f, [(root / "db.sqlite", "db.sqlite"), (root / "workspace", "workspace")],
-                                   max_bytes=max_bytes, max_entries=MAX_STATE_ENTRIES, max_depth=MAX_STATE_DEPTH)
-        except untrusted_fs.PathRefused as exc:
-            raise StateRefused(f"the final state cannot be judged: {exc}") from None
-        f.seek(0)
-        return f.read()
+    return snapshot([(root / "db.sqlite", "db.sqlite"), (root / "workspace", "workspace")], max_bytes=max_bytes)
 
 
 def restore_state(data: bytes, dst: str | Path, max_bytes: int = MAX_STATE_BYTES) -> Path:
-    """The state `snapshot_state` made, under `dst`: only folders and regular files, inside `dst`
-    (tarfile's "data" filter), at most `max_bytes` of content and MAX_STATE_ENTRIES members."""
-    import io
-    import tarfile
-
-    dst = Path(dst)
-    dst.mkdir(parents=True, exist_ok=True)
-    with tarfile.open(fileobj=io.BytesIO(data), mode="r:") as tar:
-        total = 0
-        for n, member in enumerate(tar):
-            total += member.size
-            if n >= MAX_STATE_ENTRIES or total > max_bytes or not (member.isfile() or member.isdir()) \
-                    or member.name.count("/") > MAX_STATE_DEPTH + 1:
-                raise StateRefused(f"the shipped state cannot be restored: {member.name[:200]!r} "
-                                   f"({n + 1} members, {total:,} bytes)")
-            tar.extract(member, dst, filter="data")
-    return dst
+    """The state `snapshot_state` made, under `dst` (envs/episode_env.restore: folders and regular files)."""
+    return restore(data, dst, max_bytes=max_bytes)
 
 
 def _child(conn: Any, fn: Callable[..., Verdict], args: tuple) -> None:

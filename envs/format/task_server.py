@@ -7,10 +7,10 @@ workspace) and commits after every successful call, rolls back after a failed on
 In-process (the runtime's default: no process start per episode, the SDK's in-memory transport):
     server = build_server(task, env_root);  Upstream(UpstreamSpec("task"), server_object=server)
 As a stdio process (Harbor export, third-party harnesses):
-    python -m envs.task_server --task envs/tasks/retail_x --root /path/to/env
+    python -m envs.format.task_server --task envs/tasks/retail_x --root /path/to/env
 For model-written tasks (synth/) that process runs inside bubblewrap, seeing only task.toml, tools.py
-and the environment (`task_upstream(..., transport="sandboxed")`, envs/task_env.py); this module then
-imports nothing of the repository beyond envs.library and envs.taskkit.
+and the environment (`task_upstream(..., transport="sandboxed")`, envs/format/task_env.py); this module then
+imports nothing of the repository beyond envs.format.library and envs.taskkit.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from typing import Any
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError as SDKToolError
 
-from envs.library import Task, load_task
+from envs.format.library import Task, load_task
 from envs.taskkit import Env, ToolError, call_tool
 
 

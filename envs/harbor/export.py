@@ -17,13 +17,13 @@ import json
 import shutil
 from pathlib import Path
 
-from envs.library import Task, copy_environment
+from envs.format.library import Task, copy_environment
 from envs.runtime.sandbox import TASK_CODE
 
 ANSWER_PATH = "/app/answer.txt"
 ENV_ROOT = "/app/env"
 PKG_ROOT = "/opt/progagent"
-_ENVS = Path(__file__).resolve().parent
+_FORMAT = Path(__file__).resolve().parents[1] / "format"
 
 DOCKERFILE = f"""\
 FROM python:3.11-slim
@@ -47,7 +47,7 @@ RUN_VERIFIER = '''\
 """Score the final state: writes a flat JSON of numbers (reward, score, one entry per criterion)."""
 import argparse, json, tempfile
 from pathlib import Path
-from envs.library import load_task
+from envs.format.library import load_task
 
 p = argparse.ArgumentParser()
 p.add_argument("--final"); p.add_argument("--answer"); p.add_argument("--out")
@@ -91,7 +91,7 @@ class ToolError(Exception):
 
 async def main():
     task_dir = next(Path(PKG, "tasks").iterdir())
-    params = StdioServerParameters(command=sys.executable, args=["-m", "envs.task_server", "--task",
+    params = StdioServerParameters(command=sys.executable, args=["-m", "envs.format.task_server", "--task",
                                    str(task_dir), "--root", ENV], env={{"PYTHONPATH": PKG}})
     async with stdio_client(params) as (r, w), ClientSession(r, w) as session:
         await session.initialize()
@@ -151,7 +151,7 @@ allow_internet = false
 name = "task"
 transport = "stdio"
 command = "python3"
-args = ["-m", "envs.task_server", "--task", "{PKG_ROOT}/tasks/{task.id}", "--root", "{ENV_ROOT}"]
+args = ["-m", "envs.format.task_server", "--task", "{PKG_ROOT}/tasks/{task.id}", "--root", "{ENV_ROOT}"]
 """
 
 
@@ -160,7 +160,7 @@ def _copy_kit(dst: Path) -> None:
     for rel, src in TASK_CODE.items():
         (dst / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(src, dst / rel)
-    shutil.copy2(_ENVS / "task_server.py", dst / "envs" / "task_server.py")
+    shutil.copy2(_FORMAT / "task_server.py", dst / "envs" / "format" / "task_server.py")
 
 
 def export_harbor(task: Task, scale: str, out: str | Path) -> Path:

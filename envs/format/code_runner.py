@@ -5,12 +5,12 @@
     task = runner.task(load_task(folder))   # a Task whose build() and verify() run in the child
     task.build(root, "v0")                  # raises CodeTimeout / CandidateCodeError (with feedback)
 
-Which code is that (envs/provenance.py): every task folder that is not one of the shipped library's
+Which code is that (envs/format/provenance.py): every task folder that is not one of the shipped library's
 own, unmodified folders: model-written tasks during synthesis, and any library loaded from elsewhere
 (`load_task` wraps such a folder in a SandboxedTask over `default_runner()`, so validate, train,
 eval, filter and the judges all run it here, and serve its tools.py with the "sandboxed" transport).
 
-Each call is one child (envs/task_child.py) that loads the task folder and does one thing. The
+Each call is one child (envs/format/task_child.py) that loads the task folder and does one thing. The
 child gets `timeout_s` of wall-clock time; then it is killed with everything it started (its
 process group, its cgroup, and with bubblewrap its pid namespace). In bubblewrap it has the
 kernel sandbox's isolation (the flags of envs/runtime/sandbox.py: every namespace unshared, so no
@@ -27,12 +27,12 @@ Modes: "bwrap" (required), "process" (a plain child: the deadline, no isolation)
 
 What comes back is bounded: the reply at MAX_REPLY bytes, the child's output at MAX_STDERR (its
 last bytes), and a built environment is copied out of the child's folder as only a regular
-db.sqlite and a workspace/ tree of folders and regular files (envs/untrusted_fs.py: no links, no
+db.sqlite and a workspace/ tree of folders and regular files (envs/runtime/untrusted_fs.py: no links, no
 pipes, no sparse files, MAX_ENV_BYTES in all), so host code that reads it afterwards (the episode's
 copy, the determinism check, SQLite) never follows what the task's data.py left there.
 
 The candidate's tools.py is served to episodes by the task's MCP server, whose transport follows the
-mode (`CodeRunner.tool_transport`, envs/task_env.py): with bubblewrap "sandboxed" (tools.py in a
+mode (`CodeRunner.tool_transport`, envs/format/task_env.py): with bubblewrap "sandboxed" (tools.py in a
 tool host in the same kind of sandbox, seeing task.toml, tools.py and the episode's environment,
 under the runtime's limits; the MCP server in the runtime forwards calls to it), in "process" mode
 "inprocess" (served from the synthesis process, as before).
@@ -55,8 +55,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from envs import untrusted_fs
-from envs.library import Task, TaskLoadError
+from envs.format.library import Task, TaskLoadError
+from envs.runtime import untrusted_fs
 from envs.runtime.limits import LimitBackend, SandboxLimits
 from envs.runtime.sandbox import BWRAP_ENV, TASK_CODE, isolation_argv, launch_argv, python_binds, setenv_argv
 from envs.taskkit import Env
@@ -151,7 +151,7 @@ class CodeRunner:
 
     @property
     def tool_transport(self) -> str:
-        """How a candidate's tools.py is served (envs/task_env.py): "sandboxed" with bubblewrap, else in process."""
+        """How a candidate's tools.py is served (envs/format/task_env.py): "sandboxed" with bubblewrap, else in process."""
         return "sandboxed" if self.mode == "bwrap" else "inprocess"
 
     def task(self, task: Task) -> SandboxedTask:

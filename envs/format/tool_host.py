@@ -1,20 +1,20 @@
 """A task's tools.py run behind a pipe: the sandboxed half of the "sandboxed" task-server transport.
 
-    python -m envs.tool_host --task /task/<id> --root /env      (inside bubblewrap, envs/task_env.py)
+    python -m envs.format.tool_host --task /task/<id> --root /env      (inside bubblewrap, envs/format/task_env.py)
 
 The MCP server of a model-written task must not run its tools.py in the runtime's process, and a
 whole MCP server inside the sandbox costs a process that imports the MCP SDK (1-2 s of CPU per
 episode, most of a synthesis check). So the sandbox holds only this host: the task's modules, its
 `Env` and the standard library (plus pydantic_core, to turn results into JSON as the SDK does).
-The MCP server stays outside (`envs.hosted_tools.HostedTaskTools`): it is built from the signatures
+The MCP server stays outside (`envs.format.hosted_tools.HostedTaskTools`): it is built from the signatures
 this host describes and forwards every call here.
 
 Protocol: one JSON object per line. The host first writes {"task", "title", "tools": [...]} (name, description, the
 parameters after `env` and the return annotation as type expressions, `describe_type`), or
 {"unsupported": reason} when a signature uses a type outside that grammar (the runtime then serves
-the task with the SDK server inside the sandbox, envs/task_server.py). Then, per request
+the task with the SDK server inside the sandbox, envs/format/task_server.py). Then, per request
 {"id", "tool", "args"}: {"id", "ok": true, "result"} or {"id", "ok": false, "error"}, committed or
-rolled back by `envs.taskkit.call_tool`, as in envs/task_server.py. Whatever the tools print goes to stderr. EOF on stdin ends it.
+rolled back by `envs.taskkit.call_tool`, as in envs/format/task_server.py. Whatever the tools print goes to stderr. EOF on stdin ends it.
 """
 
 from __future__ import annotations
@@ -119,7 +119,7 @@ def build_signature(desc: dict[str, Any]) -> inspect.Signature:
 
 
 def serve(task_dir: str, root: str) -> None:
-    from envs.library import load_task
+    from envs.format.library import load_task
     from envs.taskkit import Env, ToolError, call_tool
 
     reply_to = os.fdopen(os.dup(1), "w")
