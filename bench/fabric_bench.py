@@ -52,7 +52,7 @@ async def run(max_staleness: int, args: argparse.Namespace, out: str) -> dict:
         f"fabric.generators={args.generators}", f"fabric.env_worker.concurrency={args.concurrency}",
         f"fabric.env_worker.runtime={{warm_pool: {args.warm_pool}, program_timeout_s: 60}}",
         "fabric.env_worker.limits={max_turns: 3, max_new_tokens: 256, max_context_tokens: 8192}",
-        f"buffer.group_size={args.group_size}", f"buffer.max_staleness={max_staleness}",
+        f"rollout.group_size={args.group_size}", f"rollout.max_staleness={max_staleness}",
         f"train.groups_per_step={args.groups}", f"train.steps={args.steps}", "train.checkpoint_every=0",
         "sft.enabled=false", "eval.before=false", "eval.after=false", "wandb.mode=disabled",
         f"run.out_dir={out}", f"run.name=staleness{max_staleness}", "ray.num_cpus=8",
