@@ -83,6 +83,7 @@ class Scheduler:
         self._order = itertools.count()
         self.queued = 0  # jobs waiting for a slot (not cancelled)
         self._slots: set[asyncio.Task] = set()
+        self._idle: dict[int, set[asyncio.Task]] = {}  # by id(handle): its slots waiting for a job
         self._running: dict[Any, _Job] = {}  # ObjectRef -> job
         self._jobs_by_group: dict[str, list[_Job]] = {}
         self._replacing: set[asyncio.Task] = set()
@@ -117,7 +118,7 @@ class Scheduler:
         self._queue = asyncio.PriorityQueue()
         for item in queued:
             self._queue.put_nowait(item)
-        self._slots, self._running = set(), {}
+        self._slots, self._running, self._idle = set(), {}, {}
         started, self._loop = self._started, loop
         if started:
             self.start()
@@ -209,8 +210,13 @@ class Scheduler:
                 self._finish(job, None, "worker_died")
 
     async def _slot(self, handle: Any) -> None:
+        me, idle = asyncio.current_task(), self._idle.setdefault(id(handle), set())
         while handle in self.workers.live:
-            job = await self._next()
+            idle.add(me)  # waiting for a job: cancelled if the worker dies meanwhile (_worker_died)
+            try:
+                job = await self._next()
+            finally:
+                idle.discard(me)
             if handle not in self.workers.live:  # it died while this slot waited: the job goes to another
                 self._push(job)
                 return
@@ -279,6 +285,10 @@ class Scheduler:
         if handle not in self.workers.live:
             return
         self.workers.live.remove(handle)
+        if handle in self.workers.made:  # dead: nothing to kill at the end, and nothing to keep
+            self.workers.made.remove(handle)
+        for slot in self._idle.pop(id(handle), ()):  # its waiting slots hold no job: they just end
+            slot.cancel()
         log.warning("an env worker died (%s); %d left; %s", type(exc).__name__, len(self.workers.live),
                     "starting a replacement" if self.workers.new else "no replacement (none can be made)")
         if self.workers.new is not None and not self._stopped:

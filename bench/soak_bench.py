@@ -13,7 +13,8 @@ Printed as one JSON object:
   the manager, exactly once (`accounted_once`);
 - the in-flight window right after each update (groups buffered or running; episodes in flight):
   min and max over the run (constant when admission is right);
-- the driver's memory (RSS) and what the manager holds, early against late (flat when nothing leaks);
+- the driver's memory every 50 steps: its Python heap (tracemalloc, from step 10), its RSS (which
+  also holds Ray's native side) and the trajectories the manager holds (flat when nothing leaks);
 - resume: the manager's state after step `--resume-at`, loaded into a new manager on a new scheduler,
   gives the same next batch (group ids, sample indices, token ids, rewards) as the run that went on;
 - step times, faults injected and what the scheduler did about them.
@@ -28,6 +29,7 @@ import os
 import random
 import statistics
 import time
+import tracemalloc
 from collections import Counter
 
 import ray
@@ -49,7 +51,9 @@ class Soak:
         self.new = lambda: SyntheticEnvWorker.options(num_cpus=0, max_concurrency=10_000).remote(spec)
         self.env = EnvWorkers([self.new() for _ in range(args.workers)], self.new, args.concurrency)
         self.scheduler = Scheduler(self.env, max_attempts=3)
-        self.fate: Counter = Counter()  # (group_id, sample_idx) -> times accounted
+        #: times each sample was accounted for, at (admission number × group size + sample index): a
+        #: byte a sample, so that the ledger itself does not show up as the driver's memory growing
+        self.fate = bytearray()
         self.why: Counter = Counter()
         self.manager = RolloutManager(self.scheduler, TaskSampler([f"task{i}" for i in range(12)],
                                                                   {"v0": 1.0, "v1": 1.0, "v2": 1.0, "v3": 1.0}, 0),
@@ -57,10 +61,16 @@ class Soak:
                                       args.groups_per_step, harness="ptc", seed=1, on_retire=self.retired)
         self.version = 0
 
+    def account(self, group: Group) -> None:
+        g = self.args.group_size
+        if len(self.fate) < (group.seq + 1) * g:
+            self.fate.extend(bytes((group.seq + 1) * g - len(self.fate)))
+        for idx in range(g):
+            self.fate[group.seq * g + idx] += 1
+
     def retired(self, group: Group, why: str) -> None:
         self.why[why] += 1
-        for idx in range(self.args.group_size):
-            self.fate[(group.group_id, idx)] += 1
+        self.account(group)
 
     async def publish(self, version: int) -> None:
         self.version = version
@@ -85,7 +95,7 @@ async def soak(args: argparse.Namespace) -> dict:
     run = Soak(args, spec)
     m = run.manager
     rng = random.Random(0)
-    window_groups, window_episodes, step_s, rss, held = [], [], [], {}, {}
+    window_groups, window_episodes, step_s, rss, held, heap = [], [], [], {}, {}, {}
     kills = 0
     saved: tuple[bytes, int] | None = None
     expected = None
@@ -101,19 +111,22 @@ async def soak(args: argparse.Namespace) -> dict:
         window_episodes.append(m.in_flight)
         if step == args.resume_at:
             saved = (m.state(), run.version)
+        if step == 10:
+            tracemalloc.start(1)
         if step % 10 == 0:
             rss[step], held[step] = rss_mb(), m.held
+            heap[step] = tracemalloc.get_traced_memory()[0] / 2**20
         if args.kill_every and step % args.kill_every == 0 and run.env.live:
             ray.kill(rng.choice(run.env.live))
             kills += 1
     wall = time.perf_counter() - t_start
+    tracemalloc.stop()
     m.stop()
     # everything admitted is accounted for exactly once: retired (trained, stale, failed) or still held
     for g in m.groups.values():
-        for idx in range(args.group_size):
-            run.fate[(g.group_id, idx)] += 1
+        run.account(g)
     admitted = m.admitted
-    counts = Counter(run.fate.values())
+    counts = Counter(run.fate)
     accounted_once = counts == Counter({1: admitted * args.group_size}) and len(run.fate) == admitted * args.group_size
     stats = m.stats()
     await run.scheduler.stop()
@@ -130,7 +143,7 @@ async def soak(args: argparse.Namespace) -> dict:
     for w in [*run.env.made, *again.env.made]:
         ray.kill(w)
 
-    early, late = min(rss), max(rss)
+    late = max(rss)
     return {
         "steps": args.steps, "groups_per_step": args.groups_per_step, "group_size": args.group_size,
         "max_staleness": args.max_staleness, "env_workers": args.workers, "wall_s": round(wall, 1),
@@ -143,9 +156,10 @@ async def soak(args: argparse.Namespace) -> dict:
                    "episodes_in_flight_after_update": [min(window_episodes), max(window_episodes)],
                    "max_in_flight_ever": stats["max_in_flight"],
                    "bound_episodes": (args.max_staleness + 1) * args.groups_per_step * args.group_size},
-        "memory": {"driver_rss_mb": {f"step_{early}": round(rss[early], 1), f"step_{late}": round(rss[late], 1)},
-                   "driver_rss_late_over_early": round(rss[late] / rss[early], 3),
-                   "manager_held_trajectories": {f"step_{early}": held[early], f"step_{late}": held[late]}},
+        "memory": {"driver_python_heap_mb_every_50_steps": [round(heap[k], 2) for k in sorted(heap) if k % 50 == 0],
+                   "driver_rss_mb_every_50_steps": [round(rss[k], 1) for k in sorted(rss) if k % 50 == 0],
+                   "driver_rss_last_over_step_50": round(rss[late] / rss[min(50, late)], 3),
+                   "manager_held_trajectories_every_50_steps": [held[k] for k in sorted(held) if k % 50 == 0]},
         "resume": {"at_step": args.resume_at, "same_next_batch": resumed == expected},
         "faults": {"workers_killed": kills, "workers_replaced": stats["scheduler_workers_replaced"],
                    "episode_reruns_after_a_death": stats["scheduler_reruns_worker_died"],
