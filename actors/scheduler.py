@@ -94,9 +94,13 @@ class Scheduler:
         self._loop: asyncio.AbstractEventLoop | None = None
 
     # ---------------------------------------------------------------- the queue
-    def submit(self, req: EpisodeRequest, done: Callable[[EpisodeOutcome], None], priority: Any = 0) -> Any:
+    def submit(self, req: EpisodeRequest, done: Callable[[EpisodeOutcome], None],
+               priority: tuple[int, ...] = ()) -> Any:
         """Run `req`; `done(outcome)` is called once, in this event loop, when it has an outcome (unless
-        cancelled). Returns a token for `cancel`."""
+        cancelled). Lower `priority` tuples run first (one type for every caller: they share one
+        queue). Returns a token for `cancel`."""
+        if not isinstance(priority, tuple):
+            raise TypeError(f"priority must be a tuple of numbers, not {type(priority).__name__}")
         self._bind_loop()
         job = _Job(req, priority, done)
         self._jobs_by_group.setdefault(req.group_id, []).append(job)
@@ -170,7 +174,7 @@ class Scheduler:
         """Every request's outcome, in the requests' order (priority = that order)."""
         loop = asyncio.get_running_loop()
         futures = [loop.create_future() for _ in reqs]
-        tokens = [self.submit(req, lambda out, f=fut: f.done() or f.set_result(out), priority=i)
+        tokens = [self.submit(req, lambda out, f=fut: f.done() or f.set_result(out), priority=(i,))
                   for i, (req, fut) in enumerate(zip(reqs, futures, strict=True))]
         try:
             return list(await asyncio.gather(*futures))

@@ -137,7 +137,7 @@ class RolloutRunner:
         for i, job in enumerate(jobs):
             fut = loop.create_future()
             futures.append(fut)
-            tokens.append(scheduler.submit(job.request(), lambda out, j=job, f=fut: done(j, out, f), priority=i))
+            tokens.append(scheduler.submit(job.request(), lambda out, j=job, f=fut: done(j, out, f), priority=(i,)))
         try:
             await asyncio.gather(*futures)
         except asyncio.CancelledError:  # interrupted: what is still queued or running is not wanted

@@ -65,7 +65,8 @@ def checkpointed_run(tmp_path_factory, ray_session):
             ray.kill(fabric.env.live[0])
 
     cfg = load_config(ROOT / "configs" / "local.yaml", KILL + [
-        f"run.out_dir={tmp_path_factory.mktemp('runs')}", "train.steps=3", "train.checkpoint_every=1"])
+        f"run.out_dir={tmp_path_factory.mktemp('runs')}", "train.steps=3", "train.checkpoint_every=1",
+        "eval.after=true", "eval.samples=1"])  # evaluation after training shares the scheduler with it
     return cfg, asyncio.run(train(cfg, on_step=on_step)), seen
 
 
@@ -73,6 +74,8 @@ def test_train_writes_run_folder_and_checkpoint(checkpointed_run):
     cfg, run, _ = checkpointed_run
     rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
     assert [r["step"] for r in rows if r["phase"] == "train"] == [1, 2, 3]
+    evals = [r for r in rows if r["phase"] == "eval"]
+    assert len(evals) == 1 and evals[0]["eval_after/episodes"] == 2 and evals[0]["eval_after/failed"] == 0
     assert (run / "report.md").exists() and (run / "plots" / "reward.png").exists()
     ckpt = run / "checkpoint"
     state = msgspec.msgpack.decode((ckpt / "rollouts.msgpack").read_bytes(), type=ManagerState)
@@ -95,7 +98,7 @@ def test_a_killed_env_worker_delays_the_next_step_by_its_own_episodes_only(check
     b, g = cfg.train.groups_per_step, cfg.rollout.group_size
     window = (cfg.rollout.max_staleness + 1) * b * g
     assert done3 - done2 <= window + (reruns3 - reruns2), seen
-    row = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()][-1]
+    row = [r for r in map(json.loads, (run / "metrics.jsonl").read_text().splitlines()) if r["phase"] == "train"][-1]
     assert row["rollout/max_in_flight"] <= window
     assert row["rollout/groups_failed"] == 0 and row["rollout/duplicates"] == 0
 
