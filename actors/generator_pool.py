@@ -4,8 +4,10 @@
 OpenAI-compatible chat endpoint, for evaluating API models). `GeneratorPool` is an async actor in
 front of N of them:
 - least-loaded routing (fewest requests in flight), so one slow generator does not hold a queue;
-- versioned weights: `load_weights(version, ref)` reaches every generator; the pool keeps the
-  latest (version, ref) so a generator that is restarted comes back with the current weights;
+- versioned weights: `update_weights(learner, transport)` takes the learner's current weights to every
+  generator by the configured transport (rollout/weights/); a generator that is restarted is routed
+  to only once it serves the current version (the object store's last update again, or a collective
+  update with it as a new member);
 - health: a request that fails because its generator died is retried on another one, and the dead
   one is replaced in the background; `health()` pings all and replaces the silent ones;
 - busy fraction per generator (time with at least one request in flight / wall time), the number
@@ -19,14 +21,16 @@ makes the agent loop send it messages, and it never loads weights (its version s
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from typing import Any
 
 import ray
 
-from schema.config import API_PREFIX, GeneratorSpec
-from schema.records import Generation, SamplingParams
+from rollout.weights.base import WeightTransferError, make_receiver
+from schema.config import API_PREFIX, GeneratorSpec, WeightTransportConfig
+from schema.records import Generation, SamplingParams, WeightUpdate
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +84,7 @@ class GeneratorActor:
     def __init__(self, spec: GeneratorSpec, model: str):
         self.spec = spec
         self.backend = build_backend(spec, model)
+        self._receiver: Any = None
 
     async def generate(self, prompt_token_ids: list[int], sampling: SamplingParams) -> Generation:
         return await self.backend.generate(prompt_token_ids, sampling)
@@ -88,9 +93,30 @@ class GeneratorActor:
                             sampling: SamplingParams) -> tuple[str, str]:
         return await self.backend.generate_chat(messages, tools, sampling)
 
-    async def load_weights(self, version: int, weights: dict[str, Any]) -> int:
-        await self.backend.load_weights(version, weights)
-        return version
+    async def receive_weights(self, update: WeightUpdate, rank: int) -> int:
+        """Take part in one weight update (rollout/weights/): fetch it from the object store, or join
+        the collective as `rank` — in the backend's own worker processes where it has them (vLLM),
+        else here, into host memory while this actor keeps serving, then loaded between two batches."""
+        if update.kind == "object_store":
+            await self.backend.load_weights(update.version, await update.ref[0])
+        elif hasattr(self.backend, "receive_weights"):
+            await self.backend.receive_weights(update, rank)
+        else:
+            if self._receiver is None:
+                self._receiver = make_receiver("collective")
+
+            def receive() -> dict[str, Any]:
+                got: dict[str, Any] = {}
+                for part in self._receiver.receive(update, rank):
+                    got.update(part)
+                return got
+
+            await self.backend.load_weights(update.version, await asyncio.to_thread(receive))
+        return update.version
+
+    def workers(self) -> int:
+        """Processes of this generator that take part in a collective update (vLLM: one per TP rank)."""
+        return self.spec.tensor_parallel_size if self.spec.backend == "vllm" else 1
 
     async def ping(self) -> int:
         return self.backend.policy_version
@@ -127,7 +153,12 @@ class GeneratorPool:
         self.max_retries = max_retries
         self.slots = [_Slot(self._new_actor()) for _ in range(n)]
         self.version = 0
-        self.weights_ref: Any = None
+        self.source: Any = None  # the learner (actor or group) that weights are pulled from
+        self.transport = WeightTransportConfig()
+        self.last_update: WeightUpdate | None = None  # object_store: handed again to a replacement
+        self.epoch = 0  # collective: the membership; a new one whenever a generator joins
+        self._group_key: tuple[str, ...] | None = None  # the actors of the current epoch's group
+        self._weights_lock = asyncio.Lock()  # one update at a time (a replacement's and the driver's)
         self.started = time.monotonic()
         self.restarts = 0
         self.errors = 0  # requests that failed on a live generator (an endpoint error, a backend bug)
@@ -188,29 +219,91 @@ class GeneratorPool:
         self.slots[i].alive = False
         self._restarting[i] = asyncio.create_task(self._restart(i))
 
-    async def _restart(self, i: int) -> None:
+    async def _restart(self, i: int, tries: int = 3) -> None:
+        """A replacement for generator i, routed to only once it serves the current weights."""
         log.warning("generator %d died; starting a replacement with weights v%d", i, self.version)
-        handle = self._new_actor()
-        if self.weights_ref is not None:
-            await handle.load_weights.remote(self.version, self.weights_ref)
-        else:
-            await handle.ping.remote()
-        self.slots[i] = _Slot(handle)
-        self.restarts += 1
+        for attempt in range(1, tries + 1):
+            slot = _Slot(self._new_actor())
+            slot.alive = False
+            try:
+                await slot.handle.ping.remote()
+                if self.source is not None or self.last_update is not None:
+                    async with self._weights_lock:
+                        if self.transport.kind == "collective":
+                            await self._update([slot])
+                        else:
+                            await slot.handle.receive_weights.remote(self.last_update, 0)
+            except Exception as exc:  # noqa: BLE001
+                log.error("replacement %d for generator %d failed: %s", attempt, i, _cause(exc))
+                with contextlib.suppress(Exception):
+                    ray.kill(slot.handle)
+                continue
+            slot.alive = True
+            self.slots[i] = slot
+            self.restarts += 1
+            return
+        log.error("generator %d stays down after %d replacements failed", i, tries)
 
-    async def load_weights(self, version: int, weights_ref: Any) -> int:
-        """Every live generator loads `version`; the ref is kept for generators started later.
-        `weights_ref` arrives wrapped in a list so that Ray passes the reference, not the value."""
+    async def update_weights(self, learner: Any, transport: WeightTransportConfig) -> int:
+        """The learner's current weights to every live generator, by `transport` (rollout/weights/);
+        the learner is kept as the source for replacements. Returns the version they now serve; a
+        generator that failed its part is replaced (and gets this version before it is routed to)."""
         if await self.chat_api():
             return self.version  # an API model: nothing to load, its version stays 0
-        ref = weights_ref[0] if isinstance(weights_ref, list) else weights_ref
-        self.version, self.weights_ref = version, ref
-        results = await asyncio.gather(*(s.handle.load_weights.remote(version, ref) for s in self.slots if s.alive),
-                                       return_exceptions=True)
-        for i, r in enumerate(results):
-            if isinstance(r, Exception):
+        self.source, self.transport = learner, transport
+        async with self._weights_lock:
+            for attempt in range(1, 4):  # a generator that died mid-update: again with the others
+                try:
+                    await self._update([])
+                    break
+                except WeightTransferError as exc:
+                    if attempt == 3:
+                        raise
+                    log.warning("weight update failed (attempt %d): %s", attempt, exc)
+        return self.version
+
+    async def _update(self, joining: list[_Slot]) -> None:
+        """One update to the live generators and `joining`; call with the weights lock held."""
+        members = [(i, s) for i, s in enumerate(self.slots) if s.alive] + [(-1, s) for s in joining]
+        collective = self.transport.kind == "collective"
+        if collective:
+            sizes = await asyncio.gather(*(s.handle.workers.remote() for _, s in members), return_exceptions=True)
+            dead = [i for (i, _), n in zip(members, sizes, strict=True) if isinstance(n, Exception) and i >= 0]
+            for i in dead:
                 self._replace(i)
-        return version
+            if any(isinstance(n, Exception) for (i, _), n in zip(members, sizes, strict=True) if i < 0):
+                raise WeightTransferError("a joining generator died before the update")
+            members = [m for m, n in zip(members, sizes, strict=True) if not isinstance(n, Exception)]
+            sizes = [n for n in sizes if not isinstance(n, Exception)]
+            world = 1 + sum(sizes)
+            ranks = [1 + sum(sizes[:k]) for k in range(len(members))]
+            key = tuple(s.handle._actor_id.hex() for _, s in members)
+            if key != self._group_key:  # a process group has a fixed membership: a new one
+                self.epoch, self._group_key = self.epoch + 1, key
+        else:
+            world, ranks = 0, [0] * len(members)
+        update = await self.source.weights_offer.remote(self.transport, self.epoch, world)
+        send = self.source.weights_send.remote(update)
+        results = await asyncio.gather(send, *(s.handle.receive_weights.remote(update, r)
+                                               for (_, s), r in zip(members, ranks, strict=True)),
+                                       return_exceptions=True)
+        if any(isinstance(r, Exception) for r in results):
+            self._group_key = None  # the members' state is unknown: the next update forms a new group
+        failed = [(i, _cause(r)) for (i, _), r in zip(members, results[1:], strict=True) if isinstance(r, Exception)]
+        for i, _ in failed:
+            if i >= 0:
+                self._replace(i)
+        if isinstance(results[0], Exception):
+            raise WeightTransferError(f"the learner's send of version {update.version} failed: {_cause(results[0])}")
+        if any(i < 0 for i, _ in failed):
+            raise WeightTransferError(f"a joining generator failed version {update.version}: "
+                                      f"{next(e for i, e in failed if i < 0)}")
+        if failed:
+            log.warning("%d generator(s) failed weight version %d and are replaced: %s", len(failed), update.version,
+                        failed[0][1])
+        self.version = update.version
+        if not collective:
+            self.last_update = update
 
     async def health(self) -> dict[str, Any]:
         results = await asyncio.gather(*(asyncio.wait_for(s.handle.ping.remote(), 30) for s in self.slots),
@@ -225,6 +318,7 @@ class GeneratorPool:
         now = time.monotonic()
         wall = max(1e-9, now - self.started)
         return {"generators": len(self.slots), "restarts": self.restarts, "version": self.version,
+                "weights_epoch": self.epoch,
                 "errors": self.errors, "last_error": self.last_error,
                 "busy_fraction": [round(s.busy(now) / wall, 4) for s in self.slots],
                 "in_flight": [s.in_flight for s in self.slots]}

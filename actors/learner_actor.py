@@ -6,7 +6,9 @@ from typing import Any
 
 import ray
 
-from schema.config import LearnerConfig
+from rollout.weights.base import make_sender
+from schema.config import LearnerConfig, WeightTransportConfig
+from schema.records import WeightUpdate
 
 
 def build_learner(model_path: str, cfg: LearnerConfig, lr: float | None = None) -> Any:
@@ -31,6 +33,8 @@ class LearnerActor:
         self.model_path = model_path
         self.cfg = cfg
         self.learner = build_learner(model_path, cfg)
+        self.sender: Any = None
+        self.sender_cfg: WeightTransportConfig | None = None
 
     def train_step(self, groups: list[list[Any]]) -> dict[str, float]:
         return self.learner.train_step(groups)
@@ -46,11 +50,20 @@ class LearnerActor:
         finally:
             self.learner.reset_optimizer(self.cfg.optim.lr)
 
-    def publish(self) -> tuple[int, list[Any]]:
-        """(version, [ref]): the weights go into the object store once; the list keeps Ray from
-        resolving the reference when it is handed on to the generator pool."""
+    def weights_offer(self, transport: WeightTransportConfig, epoch: int, world_size: int) -> WeightUpdate:
+        """The current weights, offered by `transport` (rollout/weights/): the generator pool then has
+        every generator receive while `weights_send` sends."""
         version, weights = self.learner.weights()
-        return version, [ray.put(weights)]
+        if self.sender is None or self.sender_cfg != transport:
+            self.sender, self.sender_cfg = make_sender(transport), transport
+        return self.sender.offer(version, weights, epoch, world_size)
+
+    def weights_send(self, update: WeightUpdate) -> None:
+        self.sender.send(update)
+
+    def compute_logprobs(self, samples: list[Any]) -> list[list[float]]:
+        """log πθ of each token of each `learner.batch.Sample` (the train/inference mismatch, checks)."""
+        return self.learner.compute_logprobs(samples)
 
     def version(self) -> int:
         return self.learner.version

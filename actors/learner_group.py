@@ -17,7 +17,7 @@ state (TP × PP × CP × DP must equal the number of ranks) over it.
 Data: torch backend, data parallel — rank r gets groups[r::W] (SFT: batch[r::W]); the backend sums
 the normaliser over ranks, so a step of W ranks equals one rank's step on all the data. Megatron
 backend, SPMD — every rank gets all groups (TP/PP ranks need the same batch; DP ranks take their
-share of rows themselves). Metrics, weights, checkpoints and exports come from rank 0; every rank
+share of rows themselves). Metrics, weights (rollout/weights/: rank 0 sends), checkpoints and exports come from rank 0; every rank
 takes part in the collectives behind them.
 
 A rank that fails breaks the world: the call raises (it does not wait for the others, which may be
@@ -39,7 +39,9 @@ from ray.util.placement_group import (
 )
 from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
-from schema.config import LearnerConfig
+from rollout.weights.base import make_sender
+from schema.config import LearnerConfig, WeightTransportConfig
+from schema.records import WeightUpdate
 
 #: backends whose ranks all take the whole batch (they split it among data-parallel ranks themselves)
 SPMD_BACKENDS = {"megatron"}
@@ -97,6 +99,8 @@ class LearnerRank:
             torch.set_num_threads(threads)
         self.rank, self.world = rank, world
         self.learner: Any = None
+        self.sender: Any = None
+        self.sender_cfg: WeightTransportConfig | None = None
 
     def address(self) -> tuple[str, int]:
         """This node's IP and a port free on it: rank 0's answer is the rendezvous."""
@@ -133,10 +137,21 @@ class LearnerRank:
     def reset_optimizer(self, lr: float) -> None:
         self.learner.reset_optimizer(lr)
 
-    def publish(self) -> tuple[int, list[Any] | None]:
-        """Every rank gathers (a collective); rank 0 alone puts the weights in the object store."""
+    def weights_offer(self, transport: WeightTransportConfig, epoch: int, world_size: int) -> WeightUpdate | None:
+        """Every rank gathers the full weights (a collective of the learner's world); rank 0 alone
+        offers them (rollout/weights/): the transport sees one full state dict, whatever the layout."""
         version, weights = self.learner.weights()
-        return version, [ray.put(weights)] if self.rank == 0 else None
+        if self.rank != 0:
+            return None
+        if self.sender is None or self.sender_cfg != transport:
+            self.sender, self.sender_cfg = make_sender(transport), transport
+        return self.sender.offer(version, weights, epoch, world_size)
+
+    def weights_send(self, update: WeightUpdate) -> None:
+        self.sender.send(update)
+
+    def compute_logprobs(self, samples: list[Any]) -> list[list[float]]:
+        return self.learner.compute_logprobs(samples)
 
     def version(self) -> int:
         return self.learner.version
@@ -221,9 +236,15 @@ class LearnerGroup:
         finally:
             self._all("reset_optimizer", (self.cfg.optim.lr,))
 
-    def publish(self) -> tuple[int, list[Any]]:
-        """(version, [ref]) as LearnerActor.publish: the full weights, put once by rank 0."""
-        return self._all("publish")[0]
+    def weights_offer(self, transport: WeightTransportConfig, epoch: int, world_size: int) -> WeightUpdate:
+        """As LearnerActor.weights_offer: rank 0's offer, after every rank took part in the gather."""
+        return self._all("weights_offer", (transport, epoch, world_size))[0]
+
+    def weights_send(self, update: WeightUpdate) -> None:
+        ray.get(self.ranks[0].weights_send.remote(update))
+
+    def compute_logprobs(self, samples: list[Any]) -> list[list[float]]:
+        return self._all("compute_logprobs", (samples,))[0]
 
     def version(self) -> int:
         return self._all("version")[0]

@@ -43,6 +43,7 @@ from rich.console import Console
 
 from envs.harbor.task import HarborTaskError, find_harbor_tasks, load_harbor_task
 from launch import eval_report as rep
+from launch.paths import run_root
 from launch.rollout_cache import RolloutCache, rollout_seed
 from launch.rollouts import (
     RolloutJob,
@@ -95,7 +96,7 @@ def harbor_tasks(sources: list[str]) -> dict[str, str]:
 
 
 def out_dir(cfg: TrainConfig, st: SweepSettings) -> Path:
-    return Path(st.out_dir or Path(cfg.run.out_dir) / f"eval-{cfg.run.name}")
+    return Path(st.out_dir) if st.out_dir else run_root(cfg.run.out_dir)[0] / f"eval-{cfg.run.name}"
 
 
 def jobs(st: SweepSettings, models: list[str], tasks: list[str], harbor: dict[str, str] | None = None,

@@ -124,7 +124,6 @@ class Fabric:
                     ray.kill(handle)
 
     async def publish(self) -> int:
-        version, ref = await self.learner.publish.remote()
-        await self.pool.load_weights.remote(version, ref)
-        self.version = version
-        return version
+        """The learner's weights to every generator by `fabric.weights` (rollout/weights/)."""
+        self.version = await self.pool.update_weights.remote(self.learner, self.cfg.fabric.weights)
+        return self.version

@@ -26,6 +26,7 @@ from pathlib import Path
 import msgspec
 from rich.console import Console
 
+from launch.paths import run_root
 from launch.rollout_cache import RolloutCache, RolloutRecord, rollout_seed
 from launch.rollouts import (
     RolloutJob,
@@ -73,7 +74,7 @@ def decide(task: str, records: list[RolloutRecord], st: FilterSettings) -> TaskD
 
 
 def out_dir(cfg: TrainConfig, st: FilterSettings) -> Path:
-    return Path(st.out_dir or Path(cfg.run.out_dir) / f"filter-{cfg.run.name}")
+    return Path(st.out_dir) if st.out_dir else run_root(cfg.run.out_dir)[0] / f"filter-{cfg.run.name}"
 
 
 def validate(st: FilterSettings) -> None:

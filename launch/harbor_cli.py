@@ -69,6 +69,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     """The Harbor tasks as an evaluation sweep (launch/eval.py) of one model and harness, on the actor
     fabric: generators, env workers, judges; rollouts cached in `--out`, so a re-run resumes."""
     from launch.eval import run_sweep, validate
+    from launch.paths import run_root
     from schema.config import SweepSettings
     from schema.load import ConfigError, load_sections
 
@@ -84,7 +85,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         cfg, st = load_sections(args.config, overrides, "sweep", SweepSettings)
         st = msgspec.structs.replace(st, models=[args.model], harnesses=[args.harness], scales=[],
                                      samples=args.samples, harbor=[str(t.dir) for t in tasks],
-                                     out_dir=args.out or str(Path(cfg.run.out_dir) / "harbor"))
+                                     out_dir=args.out or str(run_root(cfg.run.out_dir)[0] / "harbor"))
         validate(st)
     except ConfigError as exc:
         console.print(f"[red]config error:[/] {exc}")

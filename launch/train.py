@@ -36,6 +36,7 @@ from actors.rollout_manager import RolloutManager, TaskSampler
 from actors.scheduler import EpisodeOutcome
 from launch.fabric import Fabric, init_ray, resolve_model, task_ids
 from launch.metrics import MetricsLog, rollout_metrics
+from launch.paths import run_root
 from schema.config import TrainConfig
 from schema.load import ConfigError, load_config
 from schema.records import EpisodeRequest, TaskRef, Trajectory
@@ -99,8 +100,12 @@ OnStep = Callable[[int, Fabric, RolloutManager], Awaitable[None]]
 
 async def train(cfg: TrainConfig, resume: str | None = None, sft_only: bool = False,
                 on_step: OnStep | None = None) -> Path:
-    out = Path(cfg.run.out_dir) / f"{cfg.run.name}-{time.strftime('%Y%m%d-%H%M%S')}"
+    root, moved = run_root(cfg.run.out_dir)
+    if moved:
+        console.print(f"[yellow]{moved}[/]", soft_wrap=True)
+    out = root / f"{cfg.run.name}-{time.strftime('%Y%m%d-%H%M%S')}"
     out.mkdir(parents=True, exist_ok=True)
+    console.print(f"run folder {out}", soft_wrap=True)  # whole, for scripts that read it
     (out / "config.json").write_bytes(msgspec.json.format(msgspec.json.encode(cfg), indent=2))
     log = MetricsLog(out, out.name, msgspec.to_builtins(cfg), cfg.wandb.mode, cfg.wandb.project, cfg.wandb.entity)
     init_ray(cfg)

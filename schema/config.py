@@ -215,6 +215,31 @@ class TaskMix(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     library_root: str = ""
 
 
+WEIGHT_TRANSPORTS = ("object_store", "collective")
+
+
+class WeightTransportConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """How new weights go from the learner to the generators (rollout/weights/)."""
+
+    #: "object_store": one copy in Ray's object store, fetched by every generator (one node, small
+    #: models); "collective": a process group of the learner's rank 0 and every generator worker,
+    #: broadcast in buckets (a cluster: NCCL between GPUs, gloo on CPUs)
+    kind: str = "object_store"
+    backend: str = "auto"  # collective: "gloo" | "nccl" | "auto" (nccl when the learner has a GPU, else gloo)
+    bucket_mb: int = 512  # collective: the largest buffer a transfer allocates on either side
+    #: collective: every join and every bucket's broadcast must finish within this, else the update
+    #: fails with the peer it waited for (a generator that never joins is found, not waited on)
+    timeout_s: float = 300.0
+
+    def __post_init__(self) -> None:
+        if self.kind not in WEIGHT_TRANSPORTS:
+            raise ValueError(f"fabric.weights.kind must be one of {WEIGHT_TRANSPORTS}, got {self.kind!r}")
+        if self.backend not in ("auto", "gloo", "nccl"):
+            raise ValueError(f"fabric.weights.backend must be 'auto', 'gloo' or 'nccl', got {self.backend!r}")
+        if self.bucket_mb < 1 or self.timeout_s <= 0:
+            raise ValueError("fabric.weights.bucket_mb must be ≥ 1 and timeout_s > 0")
+
+
 class FabricConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     generators: int = 1
     generator: GeneratorSpec = GeneratorSpec()
@@ -229,6 +254,7 @@ class FabricConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     learner_threads: int = 1
     learner_cpus_per_rank: float = 1.0
     learner_placement: str = "PACK"  # the placement group's strategy: PACK | SPREAD | STRICT_PACK | STRICT_SPREAD
+    weights: WeightTransportConfig = WeightTransportConfig()
 
 
 class SFTStage(msgspec.Struct, frozen=True, forbid_unknown_fields=True):

@@ -174,3 +174,31 @@ class EpisodeRequest(msgspec.Struct, frozen=True):
     @property
     def key(self) -> tuple[str, int]:
         return (self.group_id, self.sample_idx)
+
+
+class TensorMeta(msgspec.Struct, array_like=True, frozen=True):
+    """One tensor of a weight update: its name (Hugging Face's), dtype name and shape."""
+
+    name: str
+    dtype: str
+    shape: list[int]
+
+
+class WeightUpdate(msgspec.Struct, frozen=True):
+    """What a generator needs to take part in one weight update (rollout/weights/).
+
+    `object_store`: `ref` holds [ObjectRef] of the state dict. `collective`: the process group's
+    address and membership epoch (a new epoch = a new group: a generator joined or was replaced),
+    and the buckets, each a list of tensors packed end to end, broadcast from rank 0 in order.
+    """
+
+    version: int
+    kind: str
+    ref: Any = None
+    host: str = ""
+    port: int = 0
+    world_size: int = 0
+    epoch: int = 0
+    backend: str = "gloo"
+    buckets: list[list[TensorMeta]] = []
+    timeout_s: float = 300.0

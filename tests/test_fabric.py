@@ -12,7 +12,15 @@ from actors.generator_pool import GeneratorPool
 from actors.judge import Judge, judge_shipped
 from actors.rollout_manager import RolloutManager, TaskSampler
 from actors.scheduler import EnvWorkers, Scheduler
-from schema.config import EnvWorkerConfig, GeneratorSpec, LoopLimits, RolloutConfig, RuntimeConfig
+from rollout.weights.base import make_sender
+from schema.config import (
+    EnvWorkerConfig,
+    GeneratorSpec,
+    LoopLimits,
+    RolloutConfig,
+    RuntimeConfig,
+    WeightTransportConfig,
+)
 from schema.records import EpisodeRequest, SamplingParams, TaskRef
 from tests.test_rollout import TASK, tiny_path  # noqa: F401
 from tests.test_task_format import write_task
@@ -169,13 +177,29 @@ async def test_judge_crash_is_retried_and_verifier_failures_are_recorded(ray_clu
     assert torch.tensor(traj.loss_mask).sum() > 0
 
 
+@ray.remote
+class FixedWeights:
+    """A weight source (what a learner offers, rollout/weights/) holding one fixed version."""
+
+    def __init__(self, version, weights):
+        self.version, self.weights, self.sender = version, weights, None
+
+    def weights_offer(self, transport, epoch, world_size):
+        self.sender = make_sender(transport)
+        return self.sender.offer(self.version, self.weights, epoch, world_size)
+
+    def weights_send(self, update):
+        self.sender.send(update)
+
+
 async def test_killed_generator_is_replaced_with_current_weights(pool, tiny_path):  # noqa: F811
     """Last in the file: it loads new weights into the shared pool."""
     from transformers import AutoModelForCausalLM
 
     restarts = (await pool.stats.remote())["restarts"]
     weights = {k: v * 0.5 for k, v in AutoModelForCausalLM.from_pretrained(tiny_path).state_dict().items()}
-    await pool.load_weights.remote(3, [ray.put(weights)])
+    source = FixedWeights.options(num_cpus=0).remote(3, weights)
+    assert await pool.update_weights.remote(source, WeightTransportConfig()) == 3
     handles = await pool.handles.remote()
     ray.kill(handles[0])
     outs = await asyncio.gather(*(pool.generate.remote(list(range(10, 40)), SamplingParams(max_new_tokens=4, seed=i))

@@ -17,7 +17,7 @@ from actors.learner_group import LearnerGroup, LearnerPlacement
 from learner.losses import PolicyLossConfig
 from learner.sft import run_sft, sft_samples
 from learner.torch_backend import TorchLearner
-from schema.config import LearnerConfig, OptimConfig, SFTConfig
+from schema.config import LearnerConfig, OptimConfig, SFTConfig, WeightTransportConfig
 from schema.load import ConfigError
 from tests.test_learner_torch import groups
 from tests.test_rollout import tiny_path  # noqa: F401
@@ -33,8 +33,8 @@ CFG2 = msgspec.structs.replace(CFG, fsdp_ranks=2)  # the same learner as two FSD
 
 
 def published(group) -> tuple[int, dict[str, torch.Tensor]]:
-    version, [ref] = ray.get(group.publish.remote())
-    return version, ray.get(ref)
+    update = ray.get(group.weights_offer.remote(WeightTransportConfig(), 0, 0))
+    return update.version, ray.get(update.ref[0])
 
 
 def assert_close(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor], atol: float = 5e-5) -> None:

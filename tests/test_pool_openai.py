@@ -9,7 +9,6 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-import ray
 
 from actors.generator_pool import PoolClient
 from launch.rollout_cache import RolloutCache
@@ -22,6 +21,7 @@ from schema.config import (
     RolloutConfig,
     RuntimeConfig,
     TrainConfig,
+    WeightTransportConfig,
 )
 from schema.records import EpisodeRequest, SamplingParams, TaskRef
 from tests.test_openai_teacher import FIXTURE
@@ -101,7 +101,7 @@ async def test_api_model_episode_on_the_fabric(api_fabric):
     assert server.seen[0]["tools"][0]["function"]["name"] == "programmatic_tool_call"
     # weights never reach an API model: its version stays 0
     pool = runner.fabric.pool
-    assert await pool.load_weights.remote(3, [ray.put({})]) == 0
+    assert await pool.update_weights.remote(None, WeightTransportConfig()) == 0
     assert (await pool.health.remote())["versions"] == [0] and traj.policy_versions == [0] * len(traj.turns)
 
 

@@ -11,6 +11,7 @@ import socket
 import subprocess
 import tempfile
 import time
+from pathlib import Path
 
 import msgspec
 import pytest
@@ -121,7 +122,8 @@ def test_ray_job_submit_resumes_the_checkpoint_on_a_head_node(checkpointed_run, 
     # machine (the test session's), and the head's job agent then never comes up
     port, dash, agent = _free_port(), _free_port(), _free_port()
     # as after `source .venv/bin/activate`: the head (and so the job entrypoint) runs the venv's python
-    env = dict(os.environ, RAY_AUTH_MODE="token", PATH=f"{BIN}:{os.environ['PATH']}")
+    # PROGAGENT_HOME: where a job's relative run.out_dir goes (launch/paths.py); the job inherits it
+    env = dict(os.environ, RAY_AUTH_MODE="token", PATH=f"{BIN}:{os.environ['PATH']}", PROGAGENT_HOME=str(tmp_path))
     ray_bin = str(BIN / "ray")
     temp = tempfile.mkdtemp(prefix="rj", dir="/tmp")  # short: Ray's Unix socket paths are limited to 107 bytes
     subprocess.run([ray_bin, "start", "--head", f"--port={port}", f"--dashboard-port={dash}",
@@ -132,7 +134,7 @@ def test_ray_job_submit_resumes_the_checkpoint_on_a_head_node(checkpointed_run, 
         out = tmp_path / "runs"
         cmd = [ray_bin, "job", "submit", "--address", f"http://127.0.0.1:{dash}", "--working-dir", str(ROOT),
                "--", "python", "-m", "launch.train", "--config", "configs/local.yaml", *KILL,
-               "train.steps=4", "train.checkpoint_every=0", f"run.out_dir={out}", "ray.address=auto",
+               "train.steps=4", "train.checkpoint_every=0", "run.out_dir=runs", "ray.address=auto",
                "--resume", str(ckpt)]
         t0 = time.time()
         for _ in range(20):  # the head's job agent starts after `ray start` returns: Ray says try again
@@ -142,8 +144,9 @@ def test_ray_job_submit_resumes_the_checkpoint_on_a_head_node(checkpointed_run, 
             time.sleep(3)
         assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
         assert "succeeded" in r.stdout.lower(), r.stdout[-2000:]
-        runs = list(out.glob("local-*"))
+        runs = list(out.glob("local-*"))  # not in Ray's copy of the working dir, which the session deletes
         assert len(runs) == 1 and time.time() - t0 < 900
+        assert "temporary copy of the working directory" in r.stdout and f"run folder {runs[0]}" in r.stdout
         rows = [json.loads(line) for line in (runs[0] / "metrics.jsonl").read_text().splitlines()]
         train_rows = [r for r in rows if r["phase"] == "train"]
         assert [r["step"] for r in train_rows] == [4] and rows[-1]["learner_step"] == 4.0
@@ -178,6 +181,20 @@ def _stop_cluster(temp: str, port: int) -> None:
     for p in alive:
         with contextlib.suppress(psutil.NoSuchProcess):
             p.kill()
+
+
+def test_a_relative_out_dir_leaves_rays_working_dir_copy(tmp_path, monkeypatch):
+    from launch.paths import run_root
+
+    copy = tmp_path / "ray" / "session_1" / "runtime_resources" / "working_dir_files" / "_ray_pkg_abc"
+    copy.mkdir(parents=True)
+    monkeypatch.setenv("PROGAGENT_HOME", str(tmp_path / "home"))
+    root, note = run_root("runs", copy)
+    assert root == tmp_path / "home" / "runs" and "Ray deletes with its session" in note
+    assert run_root(str(tmp_path / "abs"), copy) == (tmp_path / "abs", "")  # an absolute path is kept
+    assert run_root("runs", tmp_path) == ((tmp_path / "runs").resolve(), "")  # elsewhere: as any path
+    monkeypatch.delenv("PROGAGENT_HOME")
+    assert run_root("runs", copy)[0] == Path.home() / "progagent" / "runs"
 
 
 def test_metrics_log_offline_wandb_and_jsonl(tmp_path, monkeypatch):

@@ -7,6 +7,8 @@ import pytest
 
 vllm = pytest.importorskip("vllm")
 
+import asyncio  # noqa: E402
+
 import torch  # noqa: E402
 
 from envs.format.library import get_task  # noqa: E402
@@ -15,7 +17,8 @@ from rollout.agent_loop import run_agent  # noqa: E402
 from rollout.generators.hf import HFGenerator  # noqa: E402
 from rollout.generators.vllm_backend import VLLMGenerator  # noqa: E402
 from rollout.harness import Harness  # noqa: E402
-from schema.config import LoopLimits  # noqa: E402
+from rollout.weights.collective import CollectiveSender  # noqa: E402
+from schema.config import LoopLimits, WeightTransportConfig  # noqa: E402
 from schema.records import SamplingParams  # noqa: E402
 from tests.test_rollout import TASK, assert_aligned, cache, renderer, tiny_path, tokenizer  # noqa: E402,F401
 
@@ -56,5 +59,21 @@ async def test_vllm_and_transformers_give_the_same_trajectory_structure(tiny_pat
         out = await vgen.generate(list(range(5, 40)), SamplingParams(temperature=1.0, max_new_tokens=4, seed=0))
         uniform = -torch.log(torch.tensor(float(hgen.model.config.vocab_size))).item()
         assert out.policy_version == 7 and all(abs(lp - uniform) < 1e-3 for lp in out.logprobs)
+
+        # the collective transport (gloo here; NCCL on GPUs is the same code): the engine's worker
+        # joins the learner's group as rank 1 and loads the buckets as they arrive
+        half = {k: v * 0.5 for k, v in hgen.model.state_dict().items()}
+        sender = CollectiveSender(WeightTransportConfig(kind="collective", backend="gloo", bucket_mb=1, timeout_s=60))
+        update = sender.offer(8, half, epoch=1, world_size=2)
+        assert len(update.buckets) > 1
+        await asyncio.gather(asyncio.to_thread(sender.send, update), vgen.receive_weights(update, 1))
+        prompt = list(range(5, 40))
+        out = await vgen.generate(prompt, SamplingParams(temperature=1.0, max_new_tokens=6, seed=1))
+        hgen.model.load_state_dict(half)
+        ids = torch.tensor([prompt + out.token_ids])
+        with torch.no_grad():
+            logits = hgen.model(ids).logits[0, len(prompt) - 1:-1].float()
+        ref = torch.log_softmax(logits, -1).gather(1, ids[0, len(prompt):, None])[:, 0]
+        assert out.policy_version == 8 and (ref - torch.tensor(out.logprobs)).abs().max() < 0.02
     finally:
         await vgen.close()

