@@ -40,9 +40,14 @@ CHAT_BACKENDS = ("openai",)
 def build_backend(spec: GeneratorSpec, model: str) -> Any:
     """A backend of `spec` serving `model` (a Hugging Face folder; for "openai" the API model name)."""
     if spec.backend == "transformers":
+        import torch
+
         from rollout.generators.hf import HFGenerator
 
-        return HFGenerator(model, device="cuda" if spec.num_gpus else "cpu", threads=spec.threads)
+        cuda = bool(spec.num_gpus) and torch.cuda.is_available()
+        if spec.num_gpus and not cuda:  # a simulated cluster advertises GPUs it has not
+            log.warning("generator given %g GPU(s) but CUDA is not available here: serving on the CPU", spec.num_gpus)
+        return HFGenerator(model, device="cuda" if cuda else "cpu", threads=spec.threads)
     if spec.backend == "vllm":
         from rollout.generators.vllm_backend import VLLMGenerator
 
@@ -158,6 +163,10 @@ class GeneratorPool:
         self.last_update: WeightUpdate | None = None  # object_store: handed again to a replacement
         self.epoch = 0  # collective: the membership; a new one whenever a generator joins
         self._group_key: tuple[str, ...] | None = None  # the actors of the current epoch's group
+        self.waiting = 0  # replacements that no node has room for yet
+        self.placement_wait_s = 15.0  # after this a replacement still pending is reported as waiting
+        self.health_interval_s = 5.0
+        self._watcher: asyncio.Task | None = None
         self._weights_lock = asyncio.Lock()  # one update at a time (a replacement's and the driver's)
         self.started = time.monotonic()
         self.restarts = 0
@@ -169,9 +178,26 @@ class GeneratorPool:
         return GeneratorActor.options(num_cpus=self.spec.num_cpus, num_gpus=self.spec.num_gpus,
                                       max_concurrency=1000).remote(self.spec, self.model)
 
+    async def _watch(self) -> None:
+        """Ping every generator every `health_interval_s`: a generator whose node left is found and
+        replaced even when no request happens to reach it (rollouts may be paused at the staleness
+        bound while the learner steps)."""
+        while True:
+            await asyncio.sleep(self.health_interval_s)
+            with contextlib.suppress(Exception):
+                await self.health()
+
     async def ready(self) -> int:
-        await asyncio.gather(*(s.handle.ping.remote() for s in self.slots))
-        return len(self.slots)
+        """Every generator up; one that died starting (its node left) is replaced in the background."""
+        if self._watcher is None:
+            self._watcher = asyncio.create_task(self._watch())
+        results = await asyncio.gather(*(s.handle.ping.remote() for s in self.slots), return_exceptions=True)
+        for i, r in enumerate(results):
+            if isinstance(r, (ray.exceptions.RayActorError, ray.exceptions.ActorUnavailableError)):
+                self._replace(i)
+            elif isinstance(r, Exception):
+                raise r
+        return sum(s.alive for s in self.slots)
 
     async def chat_api(self) -> bool:
         """Whether clients must send messages (`generate_chat`) rather than token ids."""
@@ -226,7 +252,7 @@ class GeneratorPool:
             slot = _Slot(self._new_actor())
             slot.alive = False
             try:
-                await slot.handle.ping.remote()
+                await self._placed(i, slot)
                 if self.source is not None or self.last_update is not None:
                     async with self._weights_lock:
                         if self.transport.kind == "collective":
@@ -243,6 +269,26 @@ class GeneratorPool:
             self.restarts += 1
             return
         log.error("generator %d stays down after %d replacements failed", i, tries)
+
+    async def _placed(self, i: int, slot: _Slot) -> None:
+        """Wait for a replacement to come up. One that no node has room for (its node left the
+        cluster, and no other has the GPUs) waits for one to join, and the pool says it serves
+        with fewer generators meanwhile (stats: `waiting_for_resources`)."""
+        up = asyncio.ensure_future(slot.handle.ping.remote())
+        done, _ = await asyncio.wait({up}, timeout=self.placement_wait_s)
+        if not done:
+            self.waiting += 1
+            alive = sum(s.alive for s in self.slots)
+            log.warning("generator %d: no node has room for its replacement (%g GPUs, %g CPUs); the pool serves "
+                        "with %d of %d generators until a node with room joins", i, self.spec.num_gpus,
+                        self.spec.num_cpus, alive, len(self.slots))
+            self.last_error = f"generator {i} waits for a node with room; serving with {alive} of {len(self.slots)}"
+            try:
+                await up
+            finally:
+                self.waiting -= 1
+        else:
+            up.result()
 
     async def update_weights(self, learner: Any, transport: WeightTransportConfig) -> int:
         """The learner's current weights to every live generator, by `transport` (rollout/weights/);
@@ -306,10 +352,11 @@ class GeneratorPool:
             self.last_update = update
 
     async def health(self) -> dict[str, Any]:
-        results = await asyncio.gather(*(asyncio.wait_for(s.handle.ping.remote(), 30) for s in self.slots),
+        slots = list(self.slots)
+        results = await asyncio.gather(*(asyncio.wait_for(s.handle.ping.remote(), 30) for s in slots),
                                        return_exceptions=True)
-        for i, r in enumerate(results):
-            if isinstance(r, Exception):
+        for i, (slot, r) in enumerate(zip(slots, results, strict=True)):
+            if isinstance(r, Exception) and self.slots[i] is slot:  # (not a replacement made meanwhile)
                 self._replace(i)
         return {"alive": sum(s.alive for s in self.slots), "versions": [r if isinstance(r, int) else None
                                                                      for r in results]}
@@ -318,7 +365,8 @@ class GeneratorPool:
         now = time.monotonic()
         wall = max(1e-9, now - self.started)
         return {"generators": len(self.slots), "restarts": self.restarts, "version": self.version,
-                "weights_epoch": self.epoch,
+                "weights_epoch": self.epoch, "waiting_for_resources": self.waiting,
+                "alive": sum(s.alive for s in self.slots),
                 "errors": self.errors, "last_error": self.last_error,
                 "busy_fraction": [round(s.busy(now) / wall, 4) for s in self.slots],
                 "in_flight": [s.in_flight for s in self.slots]}

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 from typing import Any
 
 import ray
+from ray.util.placement_group import remove_placement_group
 
 from actors.env_worker import EnvWorker
 from actors.generator_pool import GeneratorPool
@@ -18,6 +20,8 @@ from actors.learner_group import LearnerGroup, LearnerPlacement, learner_placeme
 from actors.scheduler import EnvWorkers, Scheduler
 from envs.format.library import library_dir, load_library
 from schema.config import TrainConfig
+
+log = logging.getLogger(__name__)
 
 
 def init_ray(cfg: TrainConfig) -> None:
@@ -59,6 +63,36 @@ def learner_placement(cfg: TrainConfig) -> LearnerPlacement:
                             strategy=f.learner_placement, threads=f.learner_threads)
 
 
+def resource_plan(cfg: TrainConfig) -> dict[str, dict[str, float]]:
+    """What each kind of actor of `cfg` asks of the cluster, in Ray's resources (totals per kind).
+    Coordinators (the generator pool, the learner group's front, judges) ask for no CPU."""
+    f, ranks = cfg.fabric, cfg.learner.ranks
+    learner = {"GPU": f.learner_num_gpus, "CPU": f.learner_cpus_per_rank * ranks if ranks > 1 else 0.0}
+    return {"learner": learner,
+            "generators": {"GPU": f.generators * f.generator.num_gpus, "CPU": f.generators * f.generator.num_cpus},
+            "env_workers": {"GPU": 0.0, "CPU": f.env_workers * f.env_worker.num_cpus}}
+
+
+def check_fits(plan: dict[str, dict[str, float]], available: dict[str, float]) -> None:
+    """Refuse at once a run the cluster cannot hold in total (its actors would wait for ever)."""
+    for res in ("GPU", "CPU"):
+        need = sum(kind.get(res, 0.0) for kind in plan.values())
+        if need > available.get(res, 0.0) + 1e-9:
+            parts = ", ".join(f"{k} {v[res]:g}" for k, v in plan.items() if v.get(res))
+            raise RuntimeError(f"this run needs {need:g} {res}s ({parts}) and the Ray cluster has "
+                               f"{available.get(res, 0.0):g} (`ray status`); shrink the fabric section or add nodes")
+
+
+def _here() -> Any:
+    """Coordinators (the generator pool, the learner group's front) live on the driver's node: they
+    hold no GPU and little CPU, and a run cannot outlive its driver's node anyway, while a worker
+    node may leave the cluster under them."""
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    # hard: a soft affinity is not kept for actors that ask for no CPU (measured, Ray 2.x)
+    return NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
+
+
 class Fabric:
     """Handles to every actor of a run. `scheduler` runs episodes on the env workers (replacing a
     worker that dies); `publish` moves weights from the learner to the generators.
@@ -72,13 +106,19 @@ class Fabric:
         f = cfg.fabric
         self.cfg = cfg
         self.model_path = model_path
-        placement = learner_pg = None
+        plan = resource_plan(cfg)
+        if not with_learner:
+            plan.pop("learner")
+        check_fits(plan, ray.cluster_resources())
+        placement = self.learner_pg = None
         if with_learner and cfg.learner.ranks > 1:  # reserved first: the generators would take the GPUs
             placement = learner_placement(cfg)
-            learner_pg = learner_placement_group(placement)
-        self.pool = GeneratorPool.options(max_concurrency=10_000).remote(f.generator, f.generators, model_path)
-        self.judges = [Judge.options(num_cpus=0, max_concurrency=64).remote(f.judge_timeout_s)
-                       for _ in range(f.judges)]
+            self.learner_pg = learner_placement_group(placement)
+        self.pool = GeneratorPool.options(max_concurrency=10_000, num_cpus=0, scheduling_strategy=_here()).remote(
+            f.generator, f.generators, model_path)
+        # judges and env workers SPREAD: every node's CPUs, and a lost node takes only its share
+        self.judges = [Judge.options(num_cpus=0, max_concurrency=64, scheduling_strategy="SPREAD").remote(
+            f.judge_timeout_s) for _ in range(f.judges)]
         self.worker_cfg = f.env_worker
         self.env = EnvWorkers([self.new_worker() for _ in range(f.env_workers)], self.new_worker,
                               f.env_worker.concurrency)
@@ -86,7 +126,8 @@ class Fabric:
         self.learner = None
         if with_learner:
             if placement is not None:
-                self.learner = LearnerGroup.options(num_cpus=0).remote(model_path, cfg.learner, placement, learner_pg)
+                self.learner = LearnerGroup.options(num_cpus=0, scheduling_strategy=_here()).remote(
+                    model_path, cfg.learner, placement, self.learner_pg)
             else:
                 self.learner = LearnerActor.options(num_cpus=0, num_gpus=f.learner_num_gpus).remote(
                     model_path, cfg.learner, f.learner_threads)
@@ -98,11 +139,30 @@ class Fabric:
         return self.env.live
 
     def new_worker(self) -> Any:
-        return EnvWorker.options(num_cpus=self.worker_cfg.num_cpus, max_concurrency=1000).remote(
+        return EnvWorker.options(num_cpus=self.worker_cfg.num_cpus, max_concurrency=1000,
+                                 scheduling_strategy="SPREAD").remote(
             self.worker_cfg, self.model_path, self.pool, self.judges)
 
     async def ready(self) -> dict[str, Any]:
-        modes = await asyncio.gather(*(w.ready.remote() for w in self.env.live))
+        for attempt in range(6):  # a worker placed on a node that is leaving (not yet marked dead): another
+            live = list(self.env.live)
+            results = await asyncio.gather(*(w.ready.remote() for w in live), return_exceptions=True)
+            dead = [w for w, r in zip(live, results, strict=True) if isinstance(r, ray.exceptions.RayActorError)]
+            for r in results:
+                if isinstance(r, Exception) and not isinstance(r, ray.exceptions.RayActorError):
+                    raise r
+            if not dead:
+                break
+            log.warning("%d env worker(s) died while starting (their node left?); starting others", len(dead))
+            for w in dead:
+                self.env.live.remove(w)
+                self.env.made.remove(w)
+                self.env.live.append(new := self.new_worker())
+                self.env.made.append(new)
+            await asyncio.sleep(2 ** attempt)
+        else:
+            raise RuntimeError("env workers kept dying while starting: is a node of the cluster failing?")
+        modes = [r for r in results]
         await self.pool.ready.remote()
         return {"limits": sorted(set(modes)), "generators": self.cfg.fabric.generators,
                 "env_workers": len(self.env.live), "judges": len(self.judges)}
@@ -122,6 +182,9 @@ class Fabric:
             if handle is not None:
                 with contextlib.suppress(ray.exceptions.RayError):
                     ray.kill(handle)
+        if self.learner_pg is not None:  # its bundles would hold the learner's GPUs from a resumed run
+            with contextlib.suppress(Exception):
+                remove_placement_group(self.learner_pg)
 
     async def publish(self) -> int:
         """The learner's weights to every generator by `fabric.weights` (rollout/weights/)."""

@@ -153,6 +153,7 @@ async def _loop(fabric: Fabric, manager: RolloutManager, cfg: TrainConfig, log: 
     """GSPO steps from `step` to train.steps; a checkpoint every train.checkpoint_every and at the end."""
     await fabric.pool.reset_stats.remote()
     manager.start()
+    lost: LearnerLost | None = None
     t_start, episodes_at_start = time.time(), manager.counters["episodes_done"]
     try:
         while step < cfg.train.steps:
@@ -187,9 +188,39 @@ async def _loop(fabric: Fabric, manager: RolloutManager, cfg: TrainConfig, log: 
                 await checkpoint(fabric, manager, out / "checkpoint", step)
             if on_step is not None:
                 await on_step(step, fabric, manager)
+    except Exception as exc:
+        if await _learner_alive(fabric):
+            raise
+        lost = LearnerLost(out / "checkpoint", step, exc)
+        raise lost from exc
     finally:
-        await checkpoint(fabric, manager, out / "checkpoint", step)
+        if lost is None:
+            await checkpoint(fabric, manager, out / "checkpoint", step)
         manager.stop()
+
+
+class LearnerLost(RuntimeError):
+    """The learner (a rank, or its node) is gone: the run stops; `--resume` the last checkpoint."""
+
+    def __init__(self, checkpoint: Path, step: int, cause: BaseException):
+        self.checkpoint, self.step = checkpoint, step
+        saved = checkpoint / "driver.json"
+        at = json.loads(saved.read_text())["step"] if saved.exists() else None
+        where = (f"the last checkpoint is {checkpoint} (step {at}); resume when the cluster has the learner's "
+                 f"resources again, with the same --config and overrides and --resume {checkpoint}"
+                 if at is not None else "no checkpoint was written yet (train.checkpoint_every): start again")
+        while isinstance(cause, ray.exceptions.RayTaskError) and cause.cause is not None:
+            cause = cause.cause  # the error inside Ray's wrappers (whose text is a remote traceback)
+        super().__init__(f"the learner is gone after step {step} ({type(cause).__name__}): its node may have left "
+                         f"the cluster; the run stopped; {where}")
+
+
+async def _learner_alive(fabric: Fabric, timeout_s: float = 60.0) -> bool:
+    try:
+        await asyncio.wait_for(fabric.learner.version.remote(), timeout_s)
+        return True
+    except Exception:  # noqa: BLE001
+        return False
 
 
 def save_rollouts(path: Path, step: int, trajs: list[Trajectory]) -> None:
@@ -235,6 +266,9 @@ def run(args: argparse.Namespace, sft_only: bool = False) -> int:
         return 2
     try:
         asyncio.run(train(cfg, getattr(args, "resume", None), sft_only=sft_only))
+    except LearnerLost as exc:
+        console.print(f"[red]{exc}[/]", soft_wrap=True)
+        return 3
     finally:
         if ray.is_initialized() and cfg.ray.address is None:
             ray.shutdown()

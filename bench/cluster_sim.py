@@ -1,0 +1,170 @@
+"""The paper's topology on a simulated cluster, with node loss: `python -m bench.cluster_sim` prints JSON.
+
+Five real raylets on this machine (`ray.cluster_utils.Cluster`) advertise the resources of
+configs/cluster-sim.yaml's table (GPUs they do not have). The training driver (launch/train.train)
+runs GSPO steps with the collective weight transport while nodes leave:
+
+    after step 1   where every actor landed (the placement table)
+    after step 2   the env-only node leaves: its env workers' episodes re-run on the others
+    after step 3   generator node gen-a leaves: no node has room for its generator, so the pool
+                   serves with one and says so; its env worker's episodes re-run
+    after step 4   node gen-c joins: the waiting generator starts there and joins the weight group
+                   at the current version
+    after step 5   the learner's node leaves: the driver stops with LearnerLost, naming the checkpoint
+    then           node learner-2 joins, and `--resume` of the last checkpoint trains to the end
+
+What it proves: placement (PACK, SPREAD, coordinators on the driver's node), replacement and
+re-runs across nodes, the driver's stop and resume, the collective transport between processes of
+different raylets. What it does not: no GPU, no NCCL, no network between machines (every raylet
+shares this machine's loopback and filesystem), no InfiniBand.
+
+tests/test_cluster.py runs `run_scenario` and asserts on its report.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+#: role -> (CPUs, GPUs) advertised: configs/cluster-sim.yaml's table
+NODES = {"learner": (3, 2), "gen-a": (2, 2), "gen-b": (2, 2), "env": (2, 0)}
+ROLES = {"LearnerRank": "learner_rank", "GeneratorActor": "generator", "EnvWorker": "env_worker", "Judge": "judge",
+         "GeneratorPool": "generator_pool", "LearnerGroup": "learner_group"}
+
+
+def placement(names: dict[str, str]) -> dict[str, list[str]]:
+    """Each live actor kind of the run -> the nodes (by role) its actors are on, sorted."""
+    import ray
+
+    table: dict[str, list[str]] = {}
+    for a in ray._private.state.actors().values():  # the GCS's actor table (no dashboard needed)
+        kind = ROLES.get(a["ActorClassName"])
+        if kind and a["State"] == "ALIVE":
+            table.setdefault(kind, []).append(names.get(a["Address"]["NodeID"], "?"))
+    return {k: sorted(v) for k, v in sorted(table.items())}
+
+
+def wait_dead(node_id: str) -> None:
+    """Until the GCS marks a removed node dead (its health checks time out, ~30 s by default): until
+    then Ray may still place actors there."""
+    import ray
+
+    while any(n["NodeID"] == node_id and n["Alive"] for n in ray.nodes()):
+        time.sleep(0.5)
+
+
+def _metrics(run: Path) -> list[dict[str, Any]]:
+    return [r for r in map(json.loads, (run / "metrics.jsonl").read_text().splitlines()) if r["phase"] == "train"]
+
+
+def run_scenario(out: Path, steps: int = 7) -> dict[str, Any]:
+    import ray
+    from ray.cluster_utils import Cluster
+
+    from launch.train import LearnerLost, train
+    from schema.load import load_config
+
+    # raylets started while the run loads both cores: more than the 5 s Ray gives them to reach the GCS
+    os.environ.setdefault("RAY_gcs_rpc_server_connect_timeout_s", "60")
+    temp = tempfile.mkdtemp(prefix="rc", dir="/tmp")  # short: Ray's socket paths are limited to 107 bytes
+    t0 = time.monotonic()
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 2, "temp_dir": temp,
+                                                            "object_store_memory": 200 << 20})
+    nodes = {role: cluster.add_node(num_cpus=c, num_gpus=g, object_store_memory=150 << 20)
+             for role, (c, g) in NODES.items()}
+    names = {n.node_id: role for role, n in nodes.items()} | {cluster.head_node.node_id: "head"}
+    ray.init(address=cluster.address, log_to_driver=False,
+             runtime_env={"env_vars": {"HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}})
+    gone: dict[str, str] = {}
+    report: dict[str, Any] = {"cluster_start_s": round(time.monotonic() - t0, 1), "events": []}
+    cfg = load_config(ROOT / "configs" / "cluster-sim.yaml", [f"run.out_dir={out}", f"train.steps={steps}"])
+
+    def event(what: str, manager: Any, **extra: Any) -> None:
+        report["events"].append({"what": what, "at_s": round(time.monotonic() - t0, 1),
+                                 "episodes_done": manager.counters["episodes_done"],
+                                 "reruns": manager.scheduler.counters["reruns_worker_died"],
+                                 "resubmitted": manager.counters["episodes_resubmitted"], **extra})
+
+    async def on_step(step: int, fabric: Any, manager: Any) -> None:
+        if step == 1:
+            report["placement"] = placement(names)
+            print("placement after step 1:", json.dumps(report["placement"]), file=sys.stderr, flush=True)
+        elif step == 2:
+            event("remove env", manager)
+            gone['env'] = nodes['env'].node_id  # killed as a failing machine: no draining
+            cluster.remove_node(nodes.pop('env'), allow_graceful=False)
+        elif step == 3:
+            event("remove gen-a", manager)
+            gone['gen-a'] = nodes['gen-a'].node_id  # killed as a failing machine: no draining
+            cluster.remove_node(nodes.pop('gen-a'), allow_graceful=False)
+            for _ in range(600):  # until the pool says it serves with fewer (its replacement waits)
+                stats = await fabric.pool.stats.remote()
+                if stats["waiting_for_resources"]:
+                    break
+                await asyncio.sleep(0.2)
+            report["pool_after_gen_a"] = {k: stats[k] for k in ("alive", "waiting_for_resources", "last_error")}
+        elif step == 4:
+            event("add gen-c", manager)
+            # in the main thread (Ray's node start sets signal handlers): the driver's loop waits meanwhile
+            nodes["gen-c"] = cluster.add_node(num_cpus=2, num_gpus=2, object_store_memory=150 << 20)
+            names[nodes["gen-c"].node_id] = "gen-c"
+            for _ in range(900):
+                stats = await fabric.pool.stats.remote()
+                if stats["alive"] == 2 and not stats["waiting_for_resources"]:
+                    break
+                await asyncio.sleep(0.2)
+            report["pool_after_gen_c"] = {"alive": stats["alive"], "restarts": stats["restarts"],
+                                          "versions": (await fabric.pool.health.remote())["versions"],
+                                          "weights_epoch": stats["weights_epoch"], "version": stats["version"]}
+            report["placement_after_gen_c"] = placement(names)
+        elif step == 5:
+            event("remove learner", manager)
+            gone['learner'] = nodes['learner'].node_id  # killed as a failing machine: no draining
+            cluster.remove_node(nodes.pop('learner'), allow_graceful=False)
+
+    try:
+        try:
+            asyncio.run(train(cfg, on_step=on_step))
+            report["stopped"] = None
+        except LearnerLost as exc:
+            report["stopped"] = str(exc)
+            report["checkpoint"] = str(exc.checkpoint)
+        first = next(p for p in Path(out).glob("cluster-sim-*") if p.is_dir())
+        report["steps"] = [{"step": r["step"], "step_s": round(r["step_s"], 1),
+                            "reruns": r["rollout/scheduler_reruns_worker_died"],
+                            "workers_replaced": r["rollout/scheduler_workers_replaced"]} for r in _metrics(first)]
+        if report["stopped"]:
+            t1 = time.monotonic()
+            wait_dead(gone["learner"])
+            nodes["learner-2"] = cluster.add_node(num_cpus=3, num_gpus=2, object_store_memory=150 << 20)
+            names[nodes["learner-2"].node_id] = "learner-2"
+            time.sleep(1)  # a run folder name has a one-second clock
+            resumed = asyncio.run(train(cfg, resume=report["checkpoint"]))
+            report["resume_s"] = round(time.monotonic() - t1, 1)
+            report["resumed_steps"] = [r["step"] for r in _metrics(resumed)]
+            trained = [(json.loads(line)["group_id"], json.loads(line)["sample_idx"])
+                       for run in (first, resumed) for line in (run / "rollouts.jsonl").read_text().splitlines()]
+            report["trained_samples"] = len(trained)
+            report["trained_twice"] = sum(n - 1 for n in Counter(trained).values() if n > 1)
+            last = _metrics(resumed)[-1]
+            report["final"] = {k: last[f"rollout/{k}"] for k in ("duplicates", "groups_failed", "episodes_failed")}
+        report["total_s"] = round(time.monotonic() - t0, 1)
+        return report
+    finally:
+        ray.shutdown()
+        cluster.shutdown()
+        shutil.rmtree(temp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    with tempfile.TemporaryDirectory() as tmp:
+        print(json.dumps(run_scenario(Path(tmp), int(sys.argv[1]) if len(sys.argv) > 1 else 7), indent=2))
