@@ -80,7 +80,8 @@ def check_fits(plan: dict[str, dict[str, float]], available: dict[str, float]) -
         if need > available.get(res, 0.0) + 1e-9:
             parts = ", ".join(f"{k} {v[res]:g}" for k, v in plan.items() if v.get(res))
             raise RuntimeError(f"this run needs {need:g} {res}s ({parts}) and the Ray cluster has "
-                               f"{available.get(res, 0.0):g} (`ray status`); shrink the fabric section or add nodes")
+                               f"{available.get(res, 0.0):g} (`ray status`); shrink the fabric section or add nodes "
+                               "(on an autoscaling cluster: ray.check_resources=false)")
 
 
 def _here() -> Any:
@@ -109,7 +110,8 @@ class Fabric:
         plan = resource_plan(cfg)
         if not with_learner:
             plan.pop("learner")
-        check_fits(plan, ray.cluster_resources())
+        if cfg.ray.check_resources:
+            check_fits(plan, ray.cluster_resources())
         placement = self.learner_pg = None
         if with_learner and cfg.learner.ranks > 1:  # reserved first: the generators would take the GPUs
             placement = learner_placement(cfg)

@@ -290,6 +290,9 @@ class WandbConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 class RayConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     address: str | None = None  # None: start Ray in-process (embedded); "auto": join a running cluster
     num_cpus: int | None = None
+    #: refuse at start a run whose GPUs or CPUs the cluster lacks in total (launch/fabric.check_fits);
+    #: false on an autoscaling cluster, whose nodes come when the actors ask for them
+    check_resources: bool = True
 
 
 class TrainConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):

@@ -133,3 +133,13 @@ def test_fabric_config_gives_the_placement():
     assert learner_placement(load_config(ROOT / "configs" / "local.yaml")).bundles() == [{"CPU": 1.0}]
     with pytest.raises(ConfigError, match="learner_ranks"):  # derived now: the old field is refused by name
         load_config(None, ["fabric.learner_ranks=4"])
+
+def test_a_run_the_cluster_cannot_hold_is_refused_before_any_actor_starts(ray_session):
+    from launch.fabric import Fabric
+    from schema.load import load_config
+
+    cfg = load_config(ROOT / "configs" / "local.yaml", ["fabric.env_workers=400", "fabric.learner_num_gpus=2"])
+    before = len([a for a in ray._private.state.actors().values() if a["State"] != "DEAD"])
+    with pytest.raises(RuntimeError, match=r"needs 2 GPUs \(learner 2\) and the Ray cluster has 0.*ray.check_resources"):
+        Fabric(cfg, "unused")
+    assert len([a for a in ray._private.state.actors().values() if a["State"] != "DEAD"]) == before
