@@ -75,6 +75,10 @@ def run_scenario(out: Path, steps: int = 7) -> dict[str, Any]:
 
     # raylets started while the run loads both cores: more than the 5 s Ray gives them to reach the GCS
     os.environ.setdefault("RAY_gcs_rpc_server_connect_timeout_s", "60")
+    # a killed node is marked dead after 5 missed 1 s health checks (Ray's default: 5 × 3 s): the
+    # simulation waits for that twice
+    os.environ.setdefault("RAY_health_check_period_ms", "1000")
+    os.environ.setdefault("RAY_health_check_failure_threshold", "5")
     temp = tempfile.mkdtemp(prefix="rc", dir="/tmp")  # short: Ray's socket paths are limited to 107 bytes
     t0 = time.monotonic()
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 2, "temp_dir": temp,
