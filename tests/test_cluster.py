@@ -59,9 +59,11 @@ def test_paper_topology_on_a_simulated_cluster_survives_node_loss(tmp_path: Path
     assert after["alive"] == 2 and after["restarts"] == 1 and after["versions"] == [after["version"]] * 2
     assert sorted(r["placement_after_gen_c"]["generator"]) == ["gen-b", "gen-c"]
     assert after["weights_epoch"] >= 2
-    # the env and gen-a nodes' episodes re-ran elsewhere; their env workers were replaced
+    # the env workers on the env and gen-a nodes were replaced (SPREAD puts four workers on four of
+    # the five nodes, so those two held one or two); what they were running ran again elsewhere
     assert [s["step"] for s in r["steps"]] == [1, 2, 3, 4, 5]
-    assert r["steps"][-1]["workers_replaced"] == 2 and r["steps"][-1]["reruns"] >= 1
+    lost = sum(node in ("env", "gen-a") for node in where["env_worker"])
+    assert lost >= 1 and r["steps"][-1]["workers_replaced"] == lost
     # the learner's node gone: a clean stop that names the checkpoint; --resume continues to the end
     assert "the learner is gone after step 5" in r["stopped"] and f"--resume {r['checkpoint']}" in r["stopped"]
     assert r["resumed_steps"] == [6, 7]
