@@ -116,8 +116,10 @@ async def test_direct_calls_and_call_log(episode):
     assert d.is_error and "available tools" in d.text
     d = await episode.call_tool("get_record", "not-a-dict")
     assert d.is_error and "object of named arguments" in d.text
+    d = await episode.call_tool("legacy_lookup", {"record_id": "zz"})  # the server's own "Error: ..." once
+    assert d.is_error and d.text == "Error: no record with id zz"
     sources = [c.source for c in episode.call_log]
-    assert sources == ["direct"] * 4
+    assert sources == ["direct"] * 5
     assert episode.call_log[0].result_chars == len(episode.call_log[0].result_text) > 0
 
 

@@ -44,7 +44,7 @@ from envs.runtime.bridge import ToolBridge
 from envs.runtime.kernel import SandboxedKernel
 from envs.runtime.limits import LimitBackend
 from envs.runtime.output import render
-from envs.runtime.upstream import ToolCallRecord, Upstream, Upstreams, UpstreamSpec
+from envs.runtime.upstream import ToolCallRecord, Upstream, Upstreams, UpstreamSpec, error_text
 from schema.config import RuntimeConfig
 
 log = logging.getLogger(__name__)
@@ -195,7 +195,7 @@ class Episode:
         record = self.router.log[-1] if self.router.log else ToolCallRecord(
             tool=str(name)[:200], arguments={}, source="direct", ok=outcome.ok, error=outcome.error,
             result_text="", result_chars=len(outcome.text), duration_s=0.0, started_at=time.time())
-        text = outcome.text if outcome.ok else f"Error: {outcome.error}"
+        text = outcome.text if outcome.ok else error_text(outcome.error or "the tool failed")
         if await self._check_disk():  # a tool can write too (a file, the database)
             text, outcome.ok = f"{text}\n{self._ended_text()}", False
         return DirectCallResult(text=text, is_error=not outcome.ok, record=record)

@@ -1,7 +1,8 @@
 """The runtime as an MCP server (`progagent mcp`).
 
     progagent mcp --upstream time=mcp-server-time --upstream fs="npx @modelcontextprotocol/server-filesystem /data"
-                  [--harness ptc|dtc|hybrid] [--timeout 120] [--workspace DIR] [--http PORT]
+    progagent mcp --config servers.json        # the mcpServers JSON of Claude Desktop, Cursor, VS Code
+                  [--harness ptc|dtc|hybrid] [--timeout 120] [--tool-timeout 60] [--workspace DIR] [--http PORT]
 
 - `ptc` exposes one tool, `programmatic_tool_call(code)`: the result text is what the model would
   see; `is_error` is true when the program raised, timed out or crashed the kernel.
@@ -38,6 +39,7 @@ from mcp.types import CallToolResult, ListToolsResult, TextContent, Tool
 
 from envs.runtime import ptc_tool
 from envs.runtime.episode import Episode, Runtime
+from envs.runtime.mcp_config import load_mcp_servers
 from envs.runtime.upstream import Upstream, Upstreams, UpstreamSpec
 from schema.config import RuntimeConfig
 
@@ -146,11 +148,13 @@ class RuntimeServer:
             result = await (await self.episode()).run_program(code)
             return CallToolResult(content=[TextContent(type="text", text=result.text)], is_error=result.is_error)
         if self.harness in ("dtc", "hybrid") and name in self.router.catalogue:
-            try:
-                _, raw = await self.router.call_raw(name, args)
-            except Exception as exc:  # noqa: BLE001 - a broken upstream is an error result, not a crash
-                return _error(f"tool {name!r} failed: {exc}")
-            return raw
+            # the rule of every path (envs/runtime/upstream.py): the server's result as it came when the
+            # call succeeded or the server said isError; else (a deadline, a dead server, bad
+            # arguments, a failure only said in text) an error result with the router's message
+            outcome, raw = await self.router.call_logged(name, args, source="direct")
+            if raw is not None and (outcome.ok or raw.is_error):
+                return raw
+            return _error(outcome.error or "the tool failed")
         known = [t.name for t in self.tools()]
         return _error(f"unknown tool {name!r}; available tools: {', '.join(known)}")
 
@@ -165,8 +169,13 @@ def _error(text: str) -> CallToolResult:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", type=Path, default=None, metavar="FILE",
+                        help="tool servers in the mcpServers JSON of Claude Desktop, Cursor and VS Code (command, "
+                             "args, env, cwd; url, headers, type sse; and timeout_s, error_heuristic per server)")
     parser.add_argument("--upstream", action="append", default=[], metavar="NAME=COMMAND",
                         help="an MCP server to route tools to (repeatable); NAME=URL for streamable HTTP")
+    parser.add_argument("--tool-timeout", type=float, default=60.0, metavar="SECONDS",
+                        help="a tool call's deadline, for servers without their own timeout_s (default 60)")
     parser.add_argument("--harness", choices=HARNESSES, default="ptc")
     parser.add_argument("--timeout", type=float, default=120.0, help="per-program wall timeout in seconds")
     parser.add_argument("--workspace", type=Path, default=None, help="host folder bound as /workspace")
@@ -181,11 +190,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        specs = [UpstreamSpec.parse(u) for u in args.upstream]
+        specs = load_mcp_servers(args.config) if args.config else []
+        specs += [UpstreamSpec.parse(u) for u in args.upstream]
+        names = [s.name for s in specs]
+        if len(set(names)) != len(names):
+            raise ValueError(f"two tool servers share a name: {sorted({n for n in names if names.count(n) > 1})}")
+        if args.tool_timeout <= 0:
+            raise ValueError("--tool-timeout must be a positive number of seconds")
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    config = RuntimeConfig(program_timeout_s=args.timeout, warm_pool=1, error_heuristic=not args.no_error_heuristic)
+    config = RuntimeConfig(program_timeout_s=args.timeout, warm_pool=1, error_heuristic=not args.no_error_heuristic,
+                           tool_timeout_s=args.tool_timeout)
     server = RuntimeServer(specs, args.harness, config, args.workspace).build()
     if args.http is None:
         import anyio

@@ -10,7 +10,8 @@ without one is reported to the session as an exception, and the call ends at the
 
 Everything else is the SDK's: messages are parsed by `mcp_types.jsonrpc_message_adapter`, the server
 runs in its own session (process group) with `get_default_environment()` plus its spec's variables,
-and shutting down follows the MCP lifecycle (close stdin, wait, then kill the group), every wait
+its stderr is read through `StderrTail` (a bounded log, and the last lines for a failed start's
+error), and shutting down follows the MCP lifecycle (close stdin, wait, then kill the group), every wait
 bounded.
 """
 
@@ -20,6 +21,7 @@ import contextlib
 import os
 import re
 import signal
+import subprocess
 import sys
 from collections.abc import AsyncGenerator
 from typing import Any
@@ -32,6 +34,8 @@ from mcp.shared.message import SessionMessage
 #: the longest line (one JSON-RPC message) the host holds from a stdio server: as much as a tool
 #: result may bring into a program (envs/runtime/bridge.MAX_REPLY_BYTES)
 MAX_LINE_BYTES = 16 * 2**20
+#: the most of a server's stderr written to its log (the rest is dropped, with a line saying so)
+MAX_LOG_BYTES = 8 * 2**20
 #: how long a server may take to exit after its stdin closes, then after SIGTERM, before SIGKILL
 EXIT_GRACE_S = 2.0
 _ID = re.compile(rb'"id"\s*:\s*("(?:[^"\\]|\\.){0,200}"|-?\d{1,20})')
@@ -57,14 +61,47 @@ def _parse(line: bytes) -> SessionMessage | Exception:
         return exc
 
 
+class StderrTail:
+    """What a server writes to stderr: the last `keep_bytes` kept (a failed start reports them), and
+    passed on to `sink` (a binary file: the upstream's log; None: this process's stderr) up to
+    `max_log_bytes`, after which one line says the rest was dropped (a server cannot fill the disk)."""
+
+    def __init__(self, sink: Any = None, keep_bytes: int = 64 * 1024, max_log_bytes: int = MAX_LOG_BYTES):
+        self.sink, self.keep_bytes, self.max_log_bytes = sink, keep_bytes, max_log_bytes
+        self.buf = bytearray()
+        self.logged = 0
+
+    def feed(self, chunk: bytes) -> None:
+        self.buf += chunk
+        del self.buf[:-self.keep_bytes]
+        room = self.max_log_bytes - self.logged
+        if room < 0:
+            return  # past the cap, and said so
+        out = chunk[:room] + (b"\n[progagent: the server's stderr past this point is not logged]\n"
+                              if len(chunk) > room else b"")
+        self.logged += len(chunk) if len(chunk) <= room else room + 1
+        with contextlib.suppress(OSError, ValueError):
+            if self.sink is not None:
+                self.sink.write(out)
+                self.sink.flush()
+            else:
+                sys.stderr.buffer.write(out)
+                sys.stderr.flush()
+
+    def text(self, lines: int = 25) -> str:
+        return "\n".join(self.buf.decode("utf-8", "replace").rstrip().splitlines()[-lines:])
+
+
 @contextlib.asynccontextmanager
 async def capped_stdio_client(params: StdioServerParameters, errlog: Any = None,
-                              max_line_bytes: int = MAX_LINE_BYTES) -> AsyncGenerator[tuple[Any, Any], None]:
-    """(read stream, write stream) for `ClientSession`, like `stdio_client` (module docstring)."""
+                              max_line_bytes: int = MAX_LINE_BYTES,
+                              tail: StderrTail | None = None) -> AsyncGenerator[tuple[Any, Any], None]:
+    """(read stream, write stream) for `ClientSession`, like `stdio_client` (module docstring).
+    The server's stderr goes through `tail` (a StderrTail over `errlog` when not given)."""
+    tail = tail or StderrTail(errlog)
     process = await anyio.open_process([params.command, *params.args],
                                        env=get_default_environment() | (params.env or {}), cwd=params.cwd,
-                                       stderr=errlog if errlog is not None else sys.stderr,
-                                       start_new_session=True)
+                                       stderr=subprocess.PIPE, start_new_session=True)
     read_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_stream, write_reader = anyio.create_memory_object_stream[SessionMessage](0)
 
@@ -103,14 +140,28 @@ async def capped_stdio_client(params: StdioServerParameters, errlog: Any = None,
                     data = message.message.model_dump_json(by_alias=True, exclude_unset=True)
                     await process.stdin.send(data.encode() + b"\n")
 
+    stderr_done = anyio.Event()
+
+    async def stderr_pump() -> None:
+        try:
+            with contextlib.suppress(anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError,
+                                     OSError):
+                async for chunk in process.stderr:
+                    tail.feed(chunk)
+        finally:
+            stderr_done.set()
+
     async with anyio.create_task_group() as tg:
         tg.start_soon(reader)
         tg.start_soon(writer)
+        tg.start_soon(stderr_pump)
         try:
             yield read_stream, write_stream
         finally:
             with anyio.CancelScope(shield=True):
                 await _stop(process)
+                with anyio.move_on_after(0.5):  # its last words (a crash's traceback) reach the tail
+                    await stderr_done.wait()
             tg.cancel_scope.cancel()
     for stream in (read_stream, write_stream):
         await stream.aclose()

@@ -10,9 +10,12 @@ Conversion of a result (`to_native`): structured content first (unwrapping the S
 Non-compliant servers (`looks_like_error`): some servers report failure only in text and never set
 `isError`. With the heuristic on (the default) a result whose text starts like an error report
 ("Error: ...", "ERR - ...", "Traceback (most recent call last)", "Error executing tool ...",
-"Failed to ... not found", "Could not ... missing", "Permission denied"), or whose text is a JSON
+"Failed to ... not found", "Could not ... missing", "Permission denied"; a one-line reply of the
+"Email not found: x" family), or whose text is a JSON
 object carrying an `error`/`errors` entry, `"isError": true`, `"success"/"ok": false` or
-`"status": "error"`, raises ToolError like an `isError` result would. Ordinary text that merely
+`"status": "error"`, raises ToolError like an `isError` result would. Only text is judged so: a
+text result, or a string a server wrapped as `{"result": ...}`; a structured object result that the
+server declared (an output schema: a file's `{"content": ...}`) is never second-guessed. Ordinary text that merely
 mentions errors ("Error count: 0" is caught only with a colon after "Error") may be misread; switch
 the heuristic off with `RuntimeConfig.error_heuristic = False` (`--no-error-heuristic`).
 """
@@ -33,19 +36,26 @@ from typing import Any
 import msgspec
 from mcp import ClientSession, StdioServerParameters
 
-from envs.runtime.stdio_transport import capped_stdio_client
+from envs.runtime.stdio_transport import StderrTail, capped_stdio_client
 
 log = logging.getLogger(__name__)
 
 
 class UpstreamSpec(msgspec.Struct, forbid_unknown_fields=True):
-    """An MCP tool server: a stdio command or a streamable-HTTP url."""
+    """An MCP tool server: a stdio command (with its own variables on top of the SDK's default
+    environment, and a working directory) or an HTTP url (streamable HTTP, or SSE), with headers.
+    `timeout_s` and `error_heuristic` override the router's for this server's tools (None: the
+    router's). Written as `--upstream NAME=...` or in an `mcpServers` file (envs/runtime/mcp_config.py)."""
 
     name: str
     command: list[str] = []
     url: str | None = None
     env: dict[str, str] | None = None
     cwd: str | None = None
+    headers: dict[str, str] | None = None
+    transport: str = ""  # "" (stdio with a command, else streamable HTTP) | "sse"
+    timeout_s: float | None = None
+    error_heuristic: bool | None = None
 
     @classmethod
     def parse(cls, text: str) -> UpstreamSpec:
@@ -111,11 +121,18 @@ _ERROR_TEXT = re.compile(
 )
 
 
+#: "Email not found: nope", "Course not found: 99999", "User 7 not found": a short reply that is
+#: only a lookup failure (mock and CRUD servers answer so without isError)
+_NOT_FOUND = re.compile(r"^\s*(?:[\w'.\-]+\s){0,6}not found\b", re.IGNORECASE)
+
+
 def looks_like_error(text: str) -> bool:
     """Heuristic for servers that report failure in text only (see module docstring)."""
     if not text:
         return False
     if _ERROR_TEXT.match(text[:300]):
+        return True
+    if len(text) <= 300 and "\n" not in text.strip() and _NOT_FOUND.match(text):
         return True
     stripped = text.strip()
     if stripped.startswith("{"):
@@ -133,6 +150,15 @@ def looks_like_error(text: str) -> bool:
             if str(obj.get("status", "")).lower() in {"error", "failed", "failure"}:
                 return True
     return False
+
+
+_SAYS_ERROR = re.compile(r"^\s*(?:error|err|exception|fatal|traceback)\b", re.IGNORECASE)
+
+
+def error_text(error: str) -> str:
+    """What a DTC model sees for a failed call: the error, marked "Error: " once (a server's own
+    "Error: division by zero" is not made "Error: Error: ...")."""
+    return error if _SAYS_ERROR.match(error) else f"Error: {error}"
 
 
 def _is_wrapped(schema: dict[str, Any] | None, structured: Any) -> bool:
@@ -165,7 +191,10 @@ def to_native(result: Any, info: ToolInfo | None, heuristic: bool) -> CallOutcom
     if result.is_error:
         return CallOutcome(ok=False, error=text or "the tool reported an error without a message",
                            error_type="ToolError", text=text)
-    if heuristic and looks_like_error(text):
+    structured = result.structured_content
+    schema = info.output_schema if info else None
+    as_text = structured is None or (_is_wrapped(schema, structured) and isinstance(structured["result"], str))
+    if heuristic and as_text and looks_like_error(text):  # a declared object result is never second-guessed
         return CallOutcome(ok=False, error=text.strip(), error_type="ToolError", text=text)
     if result.structured_content is not None:
         value = result.structured_content
@@ -186,6 +215,14 @@ def to_native(result: Any, info: ToolInfo | None, heuristic: bool) -> CallOutcom
     if not others and all(isinstance(v, str) for v in values):
         return CallOutcome(ok=True, value="\n".join(values), text=text)
     return CallOutcome(ok=True, value=values + others, text=text)
+
+
+def _leaf(exc: BaseException) -> BaseException:
+    """The first real error inside (nested) exception groups: what anyio task groups wrap around it."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        inner = [e for e in exc.exceptions if not isinstance(e, asyncio.CancelledError)]
+        exc = (inner or list(exc.exceptions))[0]
+    return exc
 
 
 def _connection_lost(exc: BaseException) -> bool:
@@ -286,6 +323,7 @@ class Upstream:
             raise
 
     async def _run(self) -> None:
+        tail: StderrTail | None = None
         try:
             async with contextlib.AsyncExitStack() as stack:
                 if self.server_object is not None:
@@ -294,18 +332,28 @@ class Upstream:
                     client = await stack.enter_async_context(Client(self.server_object))
                     session = client.session
                 else:
-                    if self.spec.url:
-                        from mcp.client.streamable_http import streamable_http_client
+                    if self.spec.url and self.spec.transport == "sse":
+                        from mcp.client.sse import sse_client
 
-                        read, write, *_ = await stack.enter_async_context(streamable_http_client(self.spec.url))
+                        read, write, *_ = await stack.enter_async_context(
+                            sse_client(self.spec.url, headers=self.spec.headers))
+                    elif self.spec.url:
+                        from mcp.client.streamable_http import streamable_http_client
+                        from mcp.shared._httpx_utils import create_mcp_http_client
+
+                        # the SDK's client (its timeouts, redirects) with this server's headers
+                        http = await stack.enter_async_context(create_mcp_http_client(headers=self.spec.headers))
+                        read, write, *_ = await stack.enter_async_context(
+                            streamable_http_client(self.spec.url, http_client=http))
                     else:
                         if not self.spec.command:
                             raise ValueError(f"upstream {self.name!r} has neither a command nor a url")
                         command = self.limits.wrap(list(self.spec.command)) if self.limits else self.spec.command
                         params = StdioServerParameters(command=command[0], args=command[1:], env=self.spec.env,
                                                        cwd=self.spec.cwd)
-                        errlog = stack.enter_context(open(self.errlog, "a")) if self.errlog else None
-                        read, write = await stack.enter_async_context(capped_stdio_client(params, errlog))
+                        errlog = stack.enter_context(open(self.errlog, "ab")) if self.errlog else None
+                        tail = StderrTail(errlog)
+                        read, write = await stack.enter_async_context(capped_stdio_client(params, tail=tail))
                     session = await stack.enter_async_context(ClientSession(read, write))
                     await session.initialize()
                 listed = await session.list_tools()
@@ -316,8 +364,12 @@ class Upstream:
                 await self._stop.wait()
         except BaseException as exc:  # noqa: BLE001 - reported to the waiter, the task just ends
             if self._ready is not None and not self._ready.done():
+                cause = _leaf(exc)
+                said = tail.text() if tail is not None else ""
+                where = f"; its log: {self.errlog}" if self.errlog else ""
                 self._ready.set_exception(RuntimeError(
-                    f"upstream MCP server {self.name!r} failed to start: {type(exc).__name__}: {exc}"))
+                    f"upstream MCP server {self.name!r} failed to start: {type(cause).__name__}: {cause}{where}"
+                    + (f"\n--- the server's stderr, last lines ---\n{said}" if said else "")))
             elif not isinstance(exc, asyncio.CancelledError):
                 log.info("upstream %s ended: %r", self.name, exc)
         finally:
@@ -398,24 +450,30 @@ class Upstreams:
         if not upstream.alive:
             await self._restart(upstream)
         assert upstream.session is not None
-        async with asyncio.timeout(self.call_timeout_s):  # no task per call, as wait_for makes
+        async with asyncio.timeout(self.timeout_for(upstream)):  # no task per call, as wait_for makes
             result = await upstream.session.call_tool(info.remote_name, arguments)
         return info, result
 
     async def call(self, name: str, arguments: Any, source: str = "program") -> CallOutcome:
+        """A call by episode name under the one rule (module docstring), logged."""
+        return (await self.call_logged(name, arguments, source))[0]
+
+    async def call_logged(self, name: str, arguments: Any, source: str = "program") -> tuple[CallOutcome, Any]:
+        """`call`, and the server's raw MCP result (None when it gave none: a refused or failed call).
+        DTC over MCP passes the raw result on; every path logs and judges the call the same way."""
         t0, started = time.perf_counter(), time.time()
         async with self._in_flight:
-            outcome = await self._call(name, arguments)
+            raw, outcome = await self._call(name, arguments)
         if len(self.log) >= self.max_records:
             self.unrecorded += 1
-            return outcome
+            return outcome, raw
         cap = self.record_chars
         text = outcome.text if outcome.ok else (outcome.text or outcome.error or "")
         self.log.append(ToolCallRecord(
             tool=str(name)[:200], arguments=self._recorded_arguments(arguments), source=source, ok=outcome.ok,
             error=outcome.error[:cap] if outcome.error else outcome.error, result_text=text[:cap],
             result_chars=len(text), duration_s=time.perf_counter() - t0, started_at=started))
-        return outcome
+        return outcome, raw
 
     def _recorded_arguments(self, arguments: Any) -> dict[str, Any]:
         if not isinstance(arguments, dict):
@@ -428,36 +486,44 @@ class Upstreams:
             return arguments
         return {"_preview": encoded[: self.record_chars], "_chars": len(encoded)}
 
-    async def _call(self, name: str, arguments: Any) -> CallOutcome:
+    async def _call(self, name: str, arguments: Any) -> tuple[Any, CallOutcome]:
+        """(the raw MCP result or None, the outcome under the one rule)."""
         if name not in self.catalogue:
-            return CallOutcome(ok=False, error_type="UnknownTool",
+            return None, CallOutcome(ok=False, error_type="UnknownTool",
                                error=f"unknown tool {name!r}; available tools: {', '.join(sorted(self.catalogue))}")
         info = self.catalogue[name]
         if not isinstance(arguments, dict):
-            return CallOutcome(ok=False, error_type="BadArguments",
+            return None, CallOutcome(ok=False, error_type="BadArguments",
                                error=f"arguments for tool {name!r} must be an object of named arguments")
         problem = check_arguments(info, arguments)
         if problem:
-            return CallOutcome(ok=False, error_type="BadArguments", error=problem)
+            return None, CallOutcome(ok=False, error_type="BadArguments", error=problem)
         why = unsendable(arguments)
         if why:
-            return CallOutcome(ok=False, error_type="BadArguments",
+            return None, CallOutcome(ok=False, error_type="BadArguments",
                                error=f"arguments for tool {name!r} cannot be sent: {why}")
         try:
             _, result = await self.call_raw(name, arguments)
         except TimeoutError:
-            return CallOutcome(ok=False, error_type="ServerError",
-                               error=f"tool {name!r} did not answer within {self.call_timeout_s:.0f} s")
+            return None, CallOutcome(ok=False, error_type="ServerError",
+                               error=f"tool {name!r} did not answer within "
+                                     f"{self.timeout_for(self.upstreams[info.upstream]):g} s")
         except Exception as exc:  # noqa: BLE001 - a broken server becomes an error the model can act on
             upstream = self.upstreams[info.upstream]
             message = getattr(getattr(exc, "error", None), "message", None) or str(exc) or type(exc).__name__
             if _connection_lost(exc) or not upstream.alive:
                 self._schedule_restart(upstream)
-                return CallOutcome(ok=False, error_type="ServerError",
+                return None, CallOutcome(ok=False, error_type="ServerError",
                                    error=f"tool server {upstream.name!r} stopped during the call to {name!r} "
                                          f"({message}); it is being restarted — retry if the call is safe to repeat")
-            return CallOutcome(ok=False, error_type="ToolError", error=f"{name}: {message}")
-        return to_native(result, info, self.heuristic)
+            return None, CallOutcome(ok=False, error_type="ToolError", error=f"{name}: {message}")
+        spec = self.upstreams[info.upstream].spec
+        return result, to_native(result, info, self.heuristic if spec.error_heuristic is None
+                                 else spec.error_heuristic)
+
+    def timeout_for(self, upstream: Upstream) -> float:
+        """A call's deadline: the server's own `timeout_s`, else the router's."""
+        return upstream.spec.timeout_s if upstream.spec.timeout_s is not None else self.call_timeout_s
 
     def _schedule_restart(self, upstream: Upstream) -> None:
         if upstream.name not in self._restarts or self._restarts[upstream.name].done():

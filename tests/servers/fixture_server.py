@@ -64,6 +64,25 @@ def slow(seconds: float) -> str:
 
 
 @server.tool()
+def whereami() -> dict:
+    """Where this server runs: its working directory and the variables it was given."""
+    return {"cwd": os.getcwd(), "var": os.environ.get("FIXTURE_VAR"),
+            "secret": os.environ.get("PROGAGENT_TEST_SECRET")}
+
+
+@server.tool()
+def read_report(name: str) -> dict:
+    """A document's text, structured as {"content": ...} (as filesystem servers declare theirs)."""
+    return {"content": f"Error: 0 rows rejected in {name}\nall good"}
+
+
+@server.tool()
+def find_email(email_id: str) -> str:
+    """Non-compliant, as LOCA-style mock servers: a missing email is only said in text."""
+    return f"Email not found: {email_id}" if email_id != "e1" else "From: ada@example.com"
+
+
+@server.tool()
 def crash() -> str:
     """Kill this server process in the middle of the call."""
     sys.stderr.flush()
@@ -71,4 +90,8 @@ def crash() -> str:
 
 
 if __name__ == "__main__":
+    if os.environ.get("FIXTURE_FAIL_AT_START"):  # a server that cannot start, and says why on stderr
+        print("Traceback (most recent call last):\nFileNotFoundError: DATA_DIR /nope/loca-data is missing",
+              file=sys.stderr)
+        sys.exit(3)
     server.run()

@@ -1,0 +1,124 @@
+"""The runtime with servers nobody here wrote: the `mcpServers` file, a server's own environment,
+working directory and deadline, a failed start that says why, and results judged by one rule."""
+
+import json
+import os
+import sys
+
+import pytest
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+from envs.runtime.mcp_config import MCPConfigError, load_mcp_servers, parse_mcp_servers
+from envs.runtime.stdio_transport import StderrTail
+from envs.runtime.upstream import Upstream, Upstreams, UpstreamSpec
+from tests.conftest import BIN, FIXTURE_SERVER
+
+FX = [sys.executable, str(FIXTURE_SERVER)]
+
+
+def test_mcp_servers_file_reads_every_kind_and_names_what_is_wrong(tmp_path):
+    specs = parse_mcp_servers({"mcpServers": {
+        "files": {"command": "npx", "args": ["-y", "server-filesystem", "/data"], "env": {"DEBUG": "1"},
+                  "cwd": "/data", "timeout_s": 120},
+        "remote": {"url": "https://host/mcp", "headers": {"Authorization": "Bearer t"}, "type": "http"},
+        "legacy": {"type": "sse", "url": "http://host/sse", "error_heuristic": False},
+        "off": {"command": "x", "disabled": True}}})
+    assert [s.name for s in specs] == ["files", "remote", "legacy"]
+    files, remote, legacy = specs
+    assert files.command == ["npx", "-y", "server-filesystem", "/data"] and files.env == {"DEBUG": "1"}
+    assert files.cwd == "/data" and files.timeout_s == 120.0 and files.error_heuristic is None
+    assert remote.url == "https://host/mcp" and remote.headers == {"Authorization": "Bearer t"} and not remote.transport
+    assert legacy.transport == "sse" and legacy.error_heuristic is False
+    assert [s.name for s in parse_mcp_servers({"servers": {"a": {"command": "a"}}})] == ["a"]  # VS Code's key
+    bad = {
+        '{"mcpServers": {"a": {"command": "x", "arg": ["y"]}}}': r"mcpServers.a: unknown key\(s\) \['arg'\]",
+        '{"mcpServers": {"a": {"command": "x", "timeout_s": "fast"}}}': "timeout_s must be a positive number",
+        '{"mcpServers": {"a": {"url": "ftp://x"}}}': "url must be an http",
+        '{"mcpServers": {"a": {"command": "x", "env": {"N": 1}}}}': "env must be an object of strings",
+        '{"mcpServers": {"a": {"args": ["x"]}}}': "command must be a program name",
+        '{"tools": {}}': 'expected an "mcpServers" object',
+        "not json": "not JSON",
+    }
+    for i, (text, message) in enumerate(bad.items()):
+        path = tmp_path / f"bad{i}.json"
+        path.write_text(text)
+        with pytest.raises(MCPConfigError, match=message):
+            load_mcp_servers(path)
+
+
+async def test_progagent_mcp_config_gives_servers_their_env_cwd_and_deadline(tmp_path):
+    config = tmp_path / "servers.json"
+    config.write_text(json.dumps({"mcpServers": {
+        "fx": {"command": FX[0], "args": FX[1:], "env": {"FIXTURE_VAR": "v1"}, "cwd": str(tmp_path),
+               "timeout_s": 1}}}))
+    # a variable of the host process (an API key, say) never reaches a server that was not given it
+    params = StdioServerParameters(command=str(BIN / "progagent"),
+                                   args=["mcp", "--config", str(config), "--harness", "hybrid", "--timeout", "30"],
+                                   env={**os.environ, "PROGAGENT_TEST_SECRET": "sk-host"})
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        tools = {t.name: t for t in (await session.list_tools()).tools}
+        desc = tools["programmatic_tool_call"].description
+        # return shapes from the servers' output schemas, compactly
+        assert 'tools["add"](a: integer, b: integer) -> integer' in desc
+        assert 'tools["rows"](n: integer = 3) -> list[' in desc
+        # DTC over MCP follows the rule of every path: a failure said only in text is an error
+        legacy = await session.call_tool("legacy_lookup", {"record_id": "zz"})
+        assert legacy.is_error and legacy.content[0].text == "Error: no record with id zz"
+        result = await session.call_tool("programmatic_tool_call", {"code": (
+            "w = tools['whereami']()\nprint(w['cwd'], w['var'], w['secret'])\n"
+            "try:\n    tools['slow'](seconds=5)\nexcept ToolError as e:\n    print('late:', e)")})
+        text = result.content[0].text
+        assert text.splitlines()[0] == f"{tmp_path} v1 None"
+        assert "late: tool 'slow' did not answer within 1 s" in text  # the server's own timeout_s
+        direct = await session.call_tool("slow", {"seconds": 5})  # the same deadline over DTC
+        assert direct.is_error and "did not answer within 1 s" in direct.content[0].text
+    # the router's own deadline: --tool-timeout, for servers without timeout_s
+    config.write_text(json.dumps({"mcpServers": {"fx": {"command": FX[0], "args": FX[1:]}}}))
+    params = StdioServerParameters(command=str(BIN / "progagent"), args=[
+        "mcp", "--config", str(config), "--harness", "dtc", "--tool-timeout", "1.5"])
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        direct = await session.call_tool("slow", {"seconds": 5})
+        assert direct.is_error and "did not answer within 1.5 s" in direct.content[0].text
+
+
+async def test_a_server_that_cannot_start_is_reported_with_its_own_words(tmp_path):
+    log = tmp_path / "upstream-fx.log"
+    up = Upstream(UpstreamSpec(name="fx", command=FX, env={"FIXTURE_FAIL_AT_START": "1"}), errlog=log)
+    with pytest.raises(RuntimeError) as err:
+        await up.start(timeout=30)
+    message = str(err.value)
+    assert "upstream MCP server 'fx' failed to start" in message
+    assert "FileNotFoundError: DATA_DIR /nope/loca-data is missing" in message  # its stderr's last lines
+    assert "ExceptionGroup" not in message and f"its log: {log}" in message
+    assert "DATA_DIR /nope/loca-data is missing" in log.read_text()
+
+
+def test_a_servers_stderr_log_is_capped(tmp_path):
+    with open(tmp_path / "log", "wb") as sink:
+        tail = StderrTail(sink, keep_bytes=64, max_log_bytes=1000)
+        for _ in range(30):
+            tail.feed(b"x" * 99 + b"\n")
+    data = (tmp_path / "log").read_bytes()
+    assert len(data) < 1100 and data.endswith(b"[progagent: the server's stderr past this point is not logged]\n")
+    assert len(tail.buf) == 64 and tail.text() == "x" * 63  # only the last 64 bytes are held
+
+
+async def test_one_result_rule_declared_objects_are_trusted_short_lookup_failures_are_errors():
+    router = Upstreams([Upstream(UpstreamSpec(name="fx", command=FX))])
+    await router.start()
+    try:
+        # a declared {"content": ...} result whose text starts like an error report is data
+        report = await router.call("read_report", {"name": "q3.csv"})
+        assert report.ok and report.value["content"].startswith("Error: 0 rows rejected")
+        # "<thing> not found: <id>" with no isError, as mock servers answer: an error
+        missing = await router.call("find_email", {"email_id": "nope"})
+        assert not missing.ok and missing.error_type == "ToolError" and missing.error == "Email not found: nope"
+        assert (await router.call("find_email", {"email_id": "e1"})).value == "From: ada@example.com"
+        # a plain string (wrapped by the server as {"result": ...}) is still judged as text
+        legacy = await router.call("legacy_lookup", {"record_id": "zz"})
+        assert not legacy.ok and legacy.error == "Error: no record with id zz"
+    finally:
+        await router.close()
