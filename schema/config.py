@@ -37,6 +37,9 @@ class RuntimeConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     warm_pool: int = 2
     #: a tool call from a program that takes longer than this fails with ToolError
     tool_timeout_s: float = 60.0
+    #: host folders programs see at the same path, read-only ("/data/x") or read-write ("/data/x:rw"):
+    #: a path then means the same to a tool server on the host and to a program (envs/runtime/sandbox.py)
+    binds: list[str] = []
     #: tool calls of one episode running at once (more wait, holding no thread): one episode cannot
     #: take every worker thread of the in-process tool servers it shares a process with
     max_tool_calls_in_flight: int = 8

@@ -3,6 +3,7 @@ working directory and deadline, a failed start that says why, and results judged
 
 import json
 import os
+import subprocess
 import sys
 
 import pytest
@@ -12,7 +13,7 @@ from mcp.client.stdio import stdio_client
 from envs.runtime.mcp_config import MCPConfigError, load_mcp_servers, parse_mcp_servers
 from envs.runtime.stdio_transport import StderrTail
 from envs.runtime.upstream import Upstream, Upstreams, UpstreamSpec
-from tests.conftest import BIN, FIXTURE_SERVER
+from tests.conftest import BIN, FIXTURE_SERVER, NPM_FS
 
 FX = [sys.executable, str(FIXTURE_SERVER)]
 
@@ -122,3 +123,45 @@ async def test_one_result_rule_declared_objects_are_trusted_short_lookup_failure
         assert not legacy.ok and legacy.error == "Error: no record with id zz"
     finally:
         await router.close()
+
+
+def test_binds_name_real_folders_outside_the_sandboxs_own_layout(tmp_path):
+    from envs.runtime.sandbox import host_binds
+
+    data = tmp_path / "data"
+    data.mkdir()
+    (tmp_path / "link").symlink_to(data)
+    assert host_binds([str(data), f"{data}:rw"]) == ["--ro-bind", str(data), str(data), "--bind", str(data), str(data)]
+    for entry, why in ((str(tmp_path / "link"), "resolves to"), ("data", "absolute path"),
+                       (str(tmp_path / "nope"), "not a folder"), ("/usr/lib", "overlaps the sandbox's own /usr"),
+                       ("/", "overlaps"), ("/tmp", "overlaps the sandbox's own /tmp")):
+        with pytest.raises(ValueError, match=why):
+            host_binds([entry])
+    r = subprocess.run([str(BIN / "progagent"), "mcp", "--bind", "/usr"], capture_output=True, text=True)
+    assert r.returncode == 2 and "overlaps the sandbox's own /usr" in r.stderr
+
+
+@pytest.mark.npm
+async def test_a_bound_folder_has_the_same_path_for_the_server_and_the_program(tmp_path):
+    if not NPM_FS.exists():
+        pytest.skip("npm filesystem server not installed (scripts/install.sh installs it)")
+    data, ro = tmp_path / "data", tmp_path / "ro"
+    data.mkdir()
+    ro.mkdir()
+    (ro / "given.txt").write_text("from the host")
+    params = StdioServerParameters(command=str(BIN / "progagent"), args=[
+        "mcp", "--upstream", f"fs={NPM_FS} {data} {ro}", "--bind", f"{data}:rw", "--bind", str(ro)])
+    code = (f"d, ro = {str(data)!r}, {str(ro)!r}\n"
+            "tools['write_file'](path=f'{d}/by_server.txt', content='hi')\n"   # the server writes, the program reads
+            "print(open(f'{d}/by_server.txt').read())\n"
+            "open(f'{d}/by_program.txt', 'w').write('yo')\n"                  # and the other way
+            "r = tools['read_text_file'](path=f'{d}/by_program.txt')\n"
+            "print(r['content'] if isinstance(r, dict) else r)\n"
+            "print(open(f'{ro}/given.txt').read())\n"
+            "try:\n    open(f'{ro}/x.txt', 'w')\nexcept OSError as e:\n    print('read-only', e.errno)")
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        result = await session.call_tool("programmatic_tool_call", {"code": code})
+        assert not result.is_error, result.content[0].text
+        assert result.content[0].text == "hi\nyo\nfrom the host\nread-only 30"  # EROFS
+    assert (data / "by_program.txt").read_text() == "yo" and not (ro / "x.txt").exists()

@@ -95,7 +95,8 @@ class SandboxedKernel:
         (self.kernel_dir / "kernel.json").write_text(json.dumps(dict(base, ip=f"{IN_KERNEL_DIR}/k")))
 
         self.limits = self.backend.create(f"{self.run_dir.name}-{self.starts}")
-        argv = self.limits.wrap(launch_argv(bwrap_argv(self.kernel_dir, self.tools_dir, self.workspace),
+        argv = self.limits.wrap(launch_argv(bwrap_argv(self.kernel_dir, self.tools_dir, self.workspace,
+                                                       binds=self.config.binds),
                                             kernel_argv(f"{IN_KERNEL_DIR}/kernel.json"), self.run_dir))
         self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                      env=BWRAP_ENV, start_new_session=True)

@@ -40,6 +40,7 @@ from mcp.types import CallToolResult, ListToolsResult, TextContent, Tool
 from envs.runtime import ptc_tool
 from envs.runtime.episode import Episode, Runtime
 from envs.runtime.mcp_config import load_mcp_servers
+from envs.runtime.sandbox import host_binds
 from envs.runtime.upstream import Upstream, Upstreams, UpstreamSpec
 from schema.config import RuntimeConfig
 
@@ -179,6 +180,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--harness", choices=HARNESSES, default="ptc")
     parser.add_argument("--timeout", type=float, default=120.0, help="per-program wall timeout in seconds")
     parser.add_argument("--workspace", type=Path, default=None, help="host folder bound as /workspace")
+    parser.add_argument("--bind", action="append", default=[], metavar="PATH[:rw]",
+                        help="a host folder programs see at the same path (read-only; ':rw' to write), so the "
+                             "paths a tool server takes are the paths a program uses (repeatable)")
     parser.add_argument("--http", type=int, default=None, metavar="PORT",
                         help="serve streamable HTTP on 127.0.0.1:PORT/mcp instead of stdio (bearer token required)")
     parser.add_argument("--token-file", type=Path, default=None,
@@ -201,7 +205,12 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     config = RuntimeConfig(program_timeout_s=args.timeout, warm_pool=1, error_heuristic=not args.no_error_heuristic,
-                           tool_timeout_s=args.tool_timeout)
+                           tool_timeout_s=args.tool_timeout, binds=list(args.bind))
+    try:
+        host_binds(config.binds)  # refused now, with the reason, not at the first program
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     server = RuntimeServer(specs, args.harness, config, args.workspace).build()
     if args.http is None:
         import anyio

@@ -9,6 +9,7 @@ Inside the sandbox the filesystem is a fresh tmpfs root holding only:
 - /run/progagent: the kernel's connection file and ipc sockets (read-write, this kernel's only),
 - /run/tools: the folder with the tool bridge's socket (read-only),
 - /workspace: the episode's workspace (read-write, the working directory),
+- `RuntimeConfig.binds`: host folders at their own paths (read-only, or read-write when `:rw`),
 - a private /tmp.
 Every namespace is unshared (no network: only `lo`), all capabilities dropped, the environment
 cleared, a new session (no terminal signals), and the sandbox dies with its parent.
@@ -137,9 +138,37 @@ def setenv_argv(env: dict[str, str]) -> list[str]:
     return argv
 
 
-def bwrap_argv(kernel_dir: Path, tools_dir: Path, workspace: Path, extra_env: dict[str, str] | None = None
-               ) -> list[str]:
-    argv = isolation_argv() + python_binds()
+#: where a host folder may not be bound: the sandbox's own layout (and the root itself)
+RESERVED = ("/usr", "/bin", "/lib", "/lib64", "/sbin", "/proc", "/dev", "/tmp", IN_WORKSPACE)
+
+
+def host_binds(binds: list[str]) -> list[str]:
+    """bwrap arguments for `RuntimeConfig.binds`: host folders at the *same path* inside the sandbox
+    (so a path means the same to a tool server on the host and to a program), read-only unless
+    written `PATH:rw`. A folder must exist, be named by its real path (no symlink on the way: what is
+    bound is what was named), and not overlap the sandbox's own layout."""
+    argv = []
+    for entry in binds:
+        path, _, mode = entry.rpartition(":") if entry.endswith((":ro", ":rw")) else (entry, "", "ro")
+        p = Path(path)
+        if not p.is_absolute():
+            raise ValueError(f"bind {entry!r}: give an absolute path")
+        real = p.resolve()
+        if real != p or not real.is_dir():
+            raise ValueError(f"bind {entry!r}: {'not a folder' if real == p else f'resolves to {real}'}; name the "
+                             "real path of an existing folder")
+        taken = [r for r in (*RESERVED, IN_SHIM_DIR, IN_KERNEL_DIR, IN_TOOLS_DIR, *map(str, python_roots()))
+                 if real == Path(r) or Path(r).is_relative_to(real)
+                 or (real.is_relative_to(r) and r != "/tmp")]  # a folder under /tmp: a mount in the sandbox's
+        if taken:
+            raise ValueError(f"bind {entry!r}: overlaps the sandbox's own {taken[0]}")
+        argv += ["--bind" if mode == "rw" else "--ro-bind", str(real), str(real)]
+    return argv
+
+
+def bwrap_argv(kernel_dir: Path, tools_dir: Path, workspace: Path, extra_env: dict[str, str] | None = None,
+               binds: list[str] | None = None) -> list[str]:
+    argv = isolation_argv() + python_binds() + host_binds(binds or [])
     argv += [
         "--ro-bind", str(SHIM_DIR), IN_SHIM_DIR,
         "--bind", str(kernel_dir), IN_KERNEL_DIR,
