@@ -1,6 +1,7 @@
 """The runtime with servers nobody here wrote: the `mcpServers` file, a server's own environment,
 working directory and deadline, a failed start that says why, and results judged by one rule."""
 
+import asyncio
 import json
 import os
 import subprocess
@@ -165,3 +166,23 @@ async def test_a_bound_folder_has_the_same_path_for_the_server_and_the_program(t
         assert not result.is_error, result.content[0].text
         assert result.content[0].text == "hi\nyo\nfrom the host\nread-only 30"  # EROFS
     assert (data / "by_program.txt").read_text() == "yo" and not (ro / "x.txt").exists()
+
+
+async def test_an_interrupted_program_cancels_its_tool_calls(runtime, tmp_path):
+    from tests.conftest import fixture_upstream
+
+    ep = await runtime.open_episode([fixture_upstream()])
+    try:
+        marker = tmp_path / "cancelled"
+        r = await ep.run_program(f"tools['wait_for'](seconds=60, marker={str(marker)!r})", timeout_s=2)
+        assert r.timed_out
+        for _ in range(100):  # the server was told (notifications/cancelled), and stopped the handler
+            if marker.exists():
+                break
+            await asyncio.sleep(0.1)
+        assert marker.read_text() == "cancelled"
+        assert r.tool_calls[-1].tool == "wait_for" and r.tool_calls[-1].error.startswith("cancelled: the program")
+        r = await ep.run_program("print(tools['add'](a=1, b=2))")  # the next program's calls go through
+        assert (r.text, r.is_error) == ("3", False)
+    finally:
+        await ep.close()

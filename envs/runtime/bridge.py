@@ -41,6 +41,7 @@ class ToolBridge:
         self.router: Any = None
         self._server: asyncio.AbstractServer | None = None
         self._conns: set[asyncio.Task] = set()
+        self._busy: set[asyncio.Task] = set()  # connections serving a tool call now
         self._pending = 0  # bytes of requests being read now
 
     async def start(self) -> None:
@@ -85,7 +86,12 @@ class ToolBridge:
                 except (ValueError, RecursionError):
                     reply = {"ok": False, "type": "BadRequest", "error": "malformed request"}
                 else:
-                    reply = await self._handle(request)
+                    if task is not None:
+                        self._busy.add(task)
+                    try:
+                        reply = await self._handle(request)
+                    finally:
+                        self._busy.discard(task)
                 await self._send(writer, reply)
         except ConnectionError:
             pass
@@ -129,6 +135,18 @@ class ToolBridge:
                 return {"ok": True, "value": outcome.value}
             return {"ok": False, "type": outcome.error_type, "error": outcome.error}
         return {"ok": False, "type": "BadRequest", "error": f"unknown op {op!r}"}
+
+    async def cancel_in_flight(self, grace_s: float = 2.0) -> int:
+        """End the tool calls being served now, because the program that made them was interrupted
+        (its time ran out, its kernel died): each waiting call is cancelled, which the MCP SDK tells
+        the server (`notifications/cancelled`), and its connection closes (the program's side drops
+        a connection it was interrupted on). Returns how many."""
+        busy = list(self._busy)
+        for task in busy:
+            task.cancel()
+        if busy:  # each records itself and sends the server its cancellation, within a bound
+            await asyncio.wait(busy, timeout=grace_s)
+        return len(busy)
 
     async def close(self) -> None:
         if self._server is not None:

@@ -164,6 +164,8 @@ class Episode:
             watchdog = asyncio.create_task(self._watch_disk())
             try:
                 result = await self.slot.kernel.execute(code, timeout_s)
+                if result.timed_out or result.died:  # its calls still waiting on servers end with it
+                    await self.slot.bridge.cancel_in_flight()
             finally:
                 watchdog.cancel()
                 with contextlib.suppress(BaseException):

@@ -363,7 +363,9 @@ class Upstream:
                     self._ready.set_result(None)
                 await self._stop.wait()
         except BaseException as exc:  # noqa: BLE001 - reported to the waiter, the task just ends
-            if self._ready is not None and not self._ready.done():
+            if self._ready is not None and not self._ready.done() and isinstance(exc, asyncio.CancelledError):
+                self._ready.cancel()  # closed while starting: nothing failed
+            elif self._ready is not None and not self._ready.done():
                 cause = _leaf(exc)
                 said = tail.text() if tail is not None else ""
                 where = f"; its log: {self.errlog}" if self.errlog else ""
@@ -462,18 +464,27 @@ class Upstreams:
         """`call`, and the server's raw MCP result (None when it gave none: a refused or failed call).
         DTC over MCP passes the raw result on; every path logs and judges the call the same way."""
         t0, started = time.perf_counter(), time.time()
-        async with self._in_flight:
-            raw, outcome = await self._call(name, arguments)
+        try:
+            async with self._in_flight:
+                raw, outcome = await self._call(name, arguments)
+        except asyncio.CancelledError:  # its program was interrupted: on the record, then cancelled
+            outcome, raw = CallOutcome(ok=False, error_type="ServerError",
+                                       error="cancelled: the program that made the call was interrupted"), None
+            self._record(name, arguments, source, outcome, t0, started)
+            raise
+        self._record(name, arguments, source, outcome, t0, started)
+        return outcome, raw
+
+    def _record(self, name: Any, arguments: Any, source: str, outcome: CallOutcome, t0: float, started: float) -> None:
         if len(self.log) >= self.max_records:
             self.unrecorded += 1
-            return outcome, raw
+            return
         cap = self.record_chars
         text = outcome.text if outcome.ok else (outcome.text or outcome.error or "")
         self.log.append(ToolCallRecord(
             tool=str(name)[:200], arguments=self._recorded_arguments(arguments), source=source, ok=outcome.ok,
             error=outcome.error[:cap] if outcome.error else outcome.error, result_text=text[:cap],
             result_chars=len(text), duration_s=time.perf_counter() - t0, started_at=started))
-        return outcome, raw
 
     def _recorded_arguments(self, arguments: Any) -> dict[str, Any]:
         if not isinstance(arguments, dict):

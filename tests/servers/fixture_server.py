@@ -83,6 +83,20 @@ def find_email(email_id: str) -> str:
 
 
 @server.tool()
+async def wait_for(seconds: float, marker: str) -> str:
+    """Wait asynchronously; a cancelled call (notifications/cancelled) writes `marker` first."""
+    import anyio
+
+    try:
+        await anyio.sleep(seconds)
+    except anyio.get_cancelled_exc_class():
+        with open(marker, "w") as f:
+            f.write("cancelled")
+        raise
+    return "waited"
+
+
+@server.tool()
 def crash() -> str:
     """Kill this server process in the middle of the call."""
     sys.stderr.flush()
