@@ -40,6 +40,9 @@ class RuntimeConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     #: host folders programs see at the same path, read-only ("/data/x") or read-write ("/data/x:rw"):
     #: a path then means the same to a tool server on the host and to a program (envs/runtime/sandbox.py)
     binds: list[str] = []
+    #: keep each episode's tool-server logs (their stderr, 8 MiB each at most) in <logs_dir>/<episode id>/
+    #: after it closes; "" keeps them in the episode's own folder, removed with it
+    logs_dir: str = ""
     #: tool calls of one episode running at once (more wait, holding no thread): one episode cannot
     #: take every worker thread of the in-process tool servers it shares a process with
     max_tool_calls_in_flight: int = 8

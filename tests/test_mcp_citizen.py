@@ -186,3 +186,20 @@ async def test_an_interrupted_program_cancels_its_tool_calls(runtime, tmp_path):
         assert (r.text, r.is_error) == ("3", False)
     finally:
         await ep.close()
+
+
+async def test_tool_server_logs_outlive_the_episode(tmp_path):
+    from envs.runtime.episode import Runtime
+    from schema.config import RuntimeConfig
+    from tests.conftest import fixture_upstream
+
+    rt = await Runtime(RuntimeConfig(warm_pool=0, logs_dir=str(tmp_path / "logs"))).start()
+    try:
+        ep = await rt.open_episode([fixture_upstream()])
+        r = await ep.run_program("print(tools['log_line'](text='server says hello'))")
+        assert r.text == "logged"
+        episode_id = ep.id
+        await ep.close()
+    finally:
+        await rt.close()
+    assert "server says hello" in (tmp_path / "logs" / episode_id / "upstream-fx.log").read_text()

@@ -369,7 +369,11 @@ class Runtime:
         try:
             if router is None:
                 specs = await upstreams(slot.env_root) if callable(upstreams) else upstreams
-                ups = [u if isinstance(u, Upstream) else Upstream(u, errlog=slot.dir / f"upstream-{u.name}.log")
+                logs = slot.dir
+                if self.config.logs_dir:  # kept after the episode: why a server failed, read later
+                    logs = Path(self.config.logs_dir) / slot.id
+                    logs.mkdir(parents=True, exist_ok=True)
+                ups = [u if isinstance(u, Upstream) else Upstream(u, errlog=logs / f"upstream-{u.name}.log")
                        for u in specs]
                 router = Upstreams(ups, heuristic=self.config.error_heuristic,
                                    call_timeout_s=self.config.tool_timeout_s,

@@ -104,7 +104,12 @@ class RuntimeServer:
     @contextlib.asynccontextmanager
     async def lifespan(self, _server: Any) -> AsyncIterator[dict]:
         self.runtime = await Runtime(self.config).start(wait=False)
-        self.router = Upstreams([Upstream(s) for s in self.specs], heuristic=self.config.error_heuristic,
+        logs = Path(self.config.logs_dir) if self.config.logs_dir else None
+        if logs is not None:
+            logs.mkdir(parents=True, exist_ok=True)
+        # stderr: to --logs DIR, else to this process's stderr (an MCP client shows it in its log)
+        ups = [Upstream(s, errlog=logs / f"upstream-{s.name}.log" if logs else None) for s in self.specs]
+        self.router = Upstreams(ups, heuristic=self.config.error_heuristic,
                                 call_timeout_s=self.config.tool_timeout_s,
                                 max_in_flight=self.config.max_tool_calls_in_flight,
                                 record_chars=self.config.call_record_chars,
@@ -180,6 +185,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--harness", choices=HARNESSES, default="ptc")
     parser.add_argument("--timeout", type=float, default=120.0, help="per-program wall timeout in seconds")
     parser.add_argument("--workspace", type=Path, default=None, help="host folder bound as /workspace")
+    parser.add_argument("--logs", type=Path, default=None, metavar="DIR",
+                        help="keep the tool servers' stderr logs in DIR/<episode>/ (default: the episode's folder, "
+                             "removed at exit)")
     parser.add_argument("--bind", action="append", default=[], metavar="PATH[:rw]",
                         help="a host folder programs see at the same path (read-only; ':rw' to write), so the "
                              "paths a tool server takes are the paths a program uses (repeatable)")
@@ -205,7 +213,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     config = RuntimeConfig(program_timeout_s=args.timeout, warm_pool=1, error_heuristic=not args.no_error_heuristic,
-                           tool_timeout_s=args.tool_timeout, binds=list(args.bind))
+                           tool_timeout_s=args.tool_timeout, binds=list(args.bind),
+                           logs_dir=str(args.logs.resolve()) if args.logs else "")
     try:
         host_binds(config.binds)  # refused now, with the reason, not at the first program
     except ValueError as exc:

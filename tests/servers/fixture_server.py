@@ -97,6 +97,13 @@ async def wait_for(seconds: float, marker: str) -> str:
 
 
 @server.tool()
+def log_line(text: str) -> str:
+    """Write a line to this server's stderr (its log)."""
+    print(text, file=sys.stderr, flush=True)
+    return "logged"
+
+
+@server.tool()
 def crash() -> str:
     """Kill this server process in the middle of the call."""
     sys.stderr.flush()
