@@ -203,3 +203,24 @@ async def test_tool_server_logs_outlive_the_episode(tmp_path):
     finally:
         await rt.close()
     assert "server says hello" in (tmp_path / "logs" / episode_id / "upstream-fx.log").read_text()
+
+
+async def test_what_a_cell_wrote_to_its_file_descriptors_is_in_its_result():
+    """os.write, a child process's output and 300 KB through the fd pipes: all of it in the cell's own
+    result, before the result returns (the kernel waits for a token it wrote after the cell's output)."""
+    from envs.runtime.episode import Runtime
+    from schema.config import RuntimeConfig
+
+    async with Runtime(RuntimeConfig(warm_pool=0, max_output_chars=1_000_000)) as rt:
+        ep = await rt.open_episode([])
+        try:
+            for i in range(5):
+                r = await ep.run_program(
+                    "import os, subprocess\n"
+                    "for k in range(300):\n    os.write(1, b'y' * 999 + b'\\n')\n"
+                    "subprocess.run(['sh', '-c', 'printf \"child %s\\\\n\" ' + str(" + str(i) + ")])\n"
+                    f"os.write(2, b'err {i} \\xff\\n')\nos.write(1, b'END{i}\\n')")
+                assert f"child {i}" in r.text and f"err {i} \ufffd" in r.text and f"\nEND{i}\n" in r.text + "\n"
+                assert r.text.count("y" * 999) == 300 and "progagent-sync" not in r.text
+        finally:
+            await ep.close()

@@ -70,18 +70,50 @@ def _drain_fd_capture(wait_s: float = 0.2) -> None:
     time.sleep(0.0002)  # a GIL switch: the watcher hands what it read to the stream just after reading it
 
 
+def _sync_fd_capture(sync: dict, timeout_s: float = 1.0) -> None:
+    """Make sure what the cell wrote to file descriptors 1 and 2 is in the streams before the cell
+    ends. After the pipes drained, a token written to each fd reaches its stream's write() after
+    everything written before it (a pipe keeps order and the watcher forwards in order), so once the
+    write wrapper has seen the token (and dropped it), nothing of the cell is left behind. Bounded:
+    a program that jams the pipe costs at most `timeout_s` per stream."""
+    import os
+    import secrets
+    import threading
+
+    for stream, fd in ((sys.stdout, 1), (sys.stderr, 2)):
+        if getattr(stream, "_fid", None) is None or not hasattr(stream.write, "progagent_original"):
+            continue
+        token = f"\x00progagent-sync:{secrets.token_hex(8)}\x00"
+        done = threading.Event()
+        sync[fd] = (token, done)
+        try:
+            os.write(fd, token.encode())
+            done.wait(timeout_s)
+        except OSError:
+            pass
+        finally:
+            sync.pop(fd, None)
+
+
 def install(budget: int, show_last_expression: bool) -> None:
     shell = get_ipython()  # type: ignore[name-defined]  # noqa: F821 - run inside IPython
     state = _Budget(budget)
+    sync: dict[int, tuple] = {}  # fd -> (token, event) while _sync_fd_capture waits for the token
 
-    def budgeted(original):
+    def budgeted(original, fd):
         def write(text, *args, **kwargs):
+            pending = sync.get(fd)
+            synced = pending is not None and isinstance(text, str) and pending[0] in text
+            if synced:
+                text = text.replace(pending[0], "")
             n = len(text) if isinstance(text, str) else 0
             room = state.budget - state.sent
-            if room > 0:
+            if room > 0 and n:
                 original(text[:room] if n > room else text, *args, **kwargs)
                 state.sent += min(n, room)
             state.dropped += max(0, n - max(room, 0))
+            if synced:
+                pending[1].set()
             return n
 
         write.progagent_original = original
@@ -91,12 +123,13 @@ def install(budget: int, show_last_expression: bool) -> None:
         # per cell, on top of what the stream has then: IPython patches `stream.write` around every
         # cell (its output history) and puts back what it found at the end, which removes this too
         state.sent = state.dropped = 0
-        for stream in (sys.stdout, sys.stderr):
+        for stream, fd in ((sys.stdout, 1), (sys.stderr, 2)):
             if not hasattr(stream.write, "progagent_original"):
-                stream.write = budgeted(stream.write)
+                stream.write = budgeted(stream.write, fd)
 
     def post_run_cell(result=None, *_args):
         _drain_fd_capture()
+        _sync_fd_capture(sync)
         if state.dropped:
             write = sys.stdout.write
             getattr(write, "progagent_original", write)(MARKER.format(state.dropped))
