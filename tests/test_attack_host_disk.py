@@ -203,3 +203,17 @@ def test_snapshots_are_bounded(tmp_path, monkeypatch):
     state = snapshot_state(root)
     assert (restore_state(state, tmp_path / "back") / "workspace" / "a.bin").stat().st_size == 3 * MiB
     shutil.rmtree(tmp_path / "back")
+
+
+async def test_a_folder_bound_read_write_counts_against_the_disk_limit(rt, tmp_path):
+    """An episode's own bind (a benchmark's workspace at its host path) is host disk too."""
+    data = tmp_path / "bound"
+    data.mkdir()
+    ep = await rt.open_episode(binds=[f"{data}:rw"])
+    try:
+        r = await ep.run_program(FILL.replace("range(3000)", "range(400)").replace("/workspace", str(data)))
+        assert r.ended and "this episode has ended: its files passed the disk limit" in r.text, r.text
+        assert "wrote 400" not in r.text
+    finally:
+        await ep.close()
+    assert allocated(data) < 64 * MiB + 512 * MiB  # a caller's folder is kept, but it stopped growing

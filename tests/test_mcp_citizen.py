@@ -224,3 +224,25 @@ async def test_what_a_cell_wrote_to_its_file_descriptors_is_in_its_result():
                 assert r.text.count("y" * 999) == 300 and "progagent-sync" not in r.text
         finally:
             await ep.close()
+
+
+async def test_an_episode_can_bind_its_own_folders_at_their_paths(runtime, tmp_path):
+    data = tmp_path / "agent_workspace"
+    data.mkdir()
+    (data / "in.txt").write_text("seeded")
+    ep = await runtime.open_episode([], binds=[f"{data}:rw"])
+    try:
+        r = await ep.run_program(f"print(open({str(data / 'in.txt')!r}).read())\n"
+                                 f"open({str(data / 'out.txt')!r}, 'w').write('written')")
+        assert (r.text, r.is_error) == ("seeded", False)
+    finally:
+        await ep.close()
+    assert (data / "out.txt").read_text() == "written"  # a caller's folder: kept after the episode
+    other = await runtime.open_episode([])  # the pool's episodes do not see it
+    try:
+        r = await other.run_program(f"import os\nprint(os.path.exists({str(data)!r}))")
+        assert r.text == "False"
+    finally:
+        await other.close()
+    with pytest.raises(ValueError, match="overlaps the sandbox's own /usr"):
+        await runtime.open_episode([], binds=["/usr/share"])

@@ -44,6 +44,7 @@ from envs.runtime.bridge import ToolBridge
 from envs.runtime.kernel import SandboxedKernel
 from envs.runtime.limits import LimitBackend
 from envs.runtime.output import render
+from envs.runtime.sandbox import host_binds
 from envs.runtime.upstream import ToolCallRecord, Upstream, Upstreams, UpstreamSpec, error_text
 from schema.config import RuntimeConfig
 
@@ -107,6 +108,8 @@ class Slot:
         roots = [self.env_root, self.kernel.kernel_dir]
         if not self.workspace.is_relative_to(self.env_root):
             roots.append(self.workspace)
+        # folders bound read-write count too: a program must not fill the host's disk through one
+        roots += [Path(b.removesuffix(":rw")) for b in self.kernel.config.binds if b.endswith(":rw")]
         return roots
 
     async def destroy(self) -> None:
@@ -342,9 +345,14 @@ class Runtime:
         finally:
             self._filling -= 1
 
-    async def _take_slot(self, workspace: Path | None = None) -> Slot:
-        if workspace is not None:  # a caller's own folder: the pool's kernels have theirs bound
-            return await Slot(self.root, self.config, self.limits, Path(workspace).resolve()).start()
+    async def _take_slot(self, workspace: Path | None = None, binds: Sequence[str] = ()) -> Slot:
+        if workspace is not None or binds:  # the pool's kernels have their own folders bound
+            config = self.config
+            if binds:
+                config = msgspec.structs.replace(config, binds=[*config.binds, *binds])
+                host_binds(config.binds)  # a bad one is refused here, with the reason
+            return await Slot(self.root, config, self.limits,
+                              Path(workspace).resolve() if workspace is not None else None).start()
         while not self._pool.empty():
             slot = self._pool.get_nowait()
             if slot.kernel.alive:
@@ -353,18 +361,21 @@ class Runtime:
         return await Slot(self.root, self.config, self.limits).start()
 
     async def open_episode(self, upstreams: Sequence[UpstreamLike] | Prepare = (), *,
-                           router: Upstreams | None = None, workspace: str | Path | None = None) -> Episode:
+                           router: Upstreams | None = None, workspace: str | Path | None = None,
+                           binds: Sequence[str] = ()) -> Episode:
         """Open an episode: a fresh sandboxed kernel wired to the given MCP tool servers.
 
         `upstreams` are started for this episode and closed with it; a callable receives the
         episode's environment folder (to build a database and workspace into) and returns them.
         `router` is an already started, shared set of upstreams that the episode does not own.
         `workspace` binds an existing host folder as /workspace instead of a fresh one (no pool).
+        `binds`: host folders this episode's programs see at their own paths, besides the runtime's
+        (`RuntimeConfig.binds` syntax; no pool): a benchmark's workspace that its servers name by host path.
         """
         if self.closed:
             raise RuntimeError("runtime is closed")
         t0 = time.perf_counter()
-        slot = await self._take_slot(Path(workspace) if workspace else None)
+        slot = await self._take_slot(Path(workspace) if workspace else None, binds)
         owns = router is None
         try:
             if router is None:
