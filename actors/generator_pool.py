@@ -253,12 +253,11 @@ class GeneratorPool:
             slot.alive = False
             try:
                 await self._placed(i, slot)
-                if self.source is not None or self.last_update is not None:
-                    async with self._weights_lock:
-                        if self.transport.kind == "collective":
-                            await self._update([slot])
-                        else:
-                            await slot.handle.receive_weights.remote(self.last_update, 0)
+                async with self._weights_lock:  # the current version before it is routed to
+                    if self.transport.kind == "collective" and self.source is not None:
+                        await self._update([slot])
+                    elif self.transport.kind != "collective" and self.last_update is not None:
+                        await slot.handle.receive_weights.remote(self.last_update, 0)
             except Exception as exc:  # noqa: BLE001
                 log.error("replacement %d for generator %d failed: %s", attempt, i, _cause(exc))
                 with contextlib.suppress(Exception):

@@ -119,3 +119,40 @@ async def test_each_transport_gives_the_generators_the_learners_policy(ray_sessi
     finally:
         for h in [*(await pool.handles.remote()), pool, learner]:
             ray.kill(h)
+
+
+def test_a_failed_update_closes_only_its_own_group():
+    """A retried update (a new epoch) can start while the failed one still waits out its deadline in
+    another thread; the failed one must not close the group the new one formed."""
+    import threading
+
+    cfg = WeightTransportConfig(kind="collective", backend="gloo", timeout_s=4)
+    weights = {"w": torch.arange(4.0)}
+    recv = CollectiveReceiver()
+    dead = CollectiveSender(cfg)
+    stale = dead.offer(1, weights, epoch=1, world_size=2)
+    dead._drop()  # its learner never comes
+    errors = []
+
+    def stale_receive():
+        try:
+            list(recv.receive(stale, 1))
+        except WeightTransferError as exc:
+            errors.append(exc)
+
+    waiting = threading.Thread(target=stale_receive)
+    waiting.start()
+    time.sleep(0.5)
+    sender = CollectiveSender(cfg)
+    for version in (2, 3):
+        update = sender.offer(version, weights, epoch=2, world_size=2)
+        send = threading.Thread(target=sender.send, args=(update,))
+        send.start()
+        got = {}
+        for part in recv.receive(update, 1):
+            got.update(part)
+        send.join()
+        assert torch.equal(got["w"], weights["w"])
+        if version == 2:
+            waiting.join()  # the stale update fails now, after the new group formed
+    assert errors and recv.group is not None and recv.group.epoch == 2

@@ -215,23 +215,29 @@ class CollectiveReceiver:
         self.group: Group | None = None
 
     def receive(self, update: WeightUpdate, rank: int) -> Iterator[dict[str, torch.Tensor]]:
+        # this call's own group: a retried update (a new epoch) may start while a failed one still
+        # waits out its deadline in another thread, and each must close only its own group
+        group = self.group
         try:
-            if self.group is None or self.group.epoch != update.epoch:
+            if group is None or group.epoch != update.epoch:
                 self.close()
-                self.group = Group(update, rank)
+                group = self.group = Group(update, rank)
             device = _device(update.backend) if update.backend == "nccl" else torch.device("cpu")
             header = torch.zeros(3, dtype=torch.int64, device=device)
-            self.group.broadcast(header, f"header of version {update.version}")
+            group.broadcast(header, f"header of version {update.version}")
             expected = [update.version, len(update.buckets), update.epoch]
             if header.tolist() != expected:
                 raise WeightTransferError(f"rank {rank} expected [version, buckets, epoch] = {expected}, the learner "
                                           f"sent {header.tolist()}")
             for i, bucket in enumerate(update.buckets):
                 buf = torch.empty(sum(_size(m) for m in bucket), dtype=torch.uint8, device=device)
-                self.group.broadcast(buf, f"bucket {i + 1}/{len(update.buckets)} of version {update.version}")
+                group.broadcast(buf, f"bucket {i + 1}/{len(update.buckets)} of version {update.version}")
                 yield unpack(buf, bucket)
         except BaseException:
-            self.close()
+            if group is not None:
+                group.close()
+            if self.group is group:
+                self.group = None
             raise
 
     def close(self) -> None:
