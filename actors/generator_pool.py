@@ -89,7 +89,7 @@ class GeneratorActor:
     def __init__(self, spec: GeneratorSpec, model: str):
         self.spec = spec
         self.backend = build_backend(spec, model)
-        self._receiver: Any = None
+        self._receivers: dict[str, Any] = {}  # by transport kind: a collective's keeps its group
 
     async def generate(self, prompt_token_ids: list[int], sampling: SamplingParams) -> Generation:
         return await self.backend.generate(prompt_token_ids, sampling)
@@ -102,21 +102,18 @@ class GeneratorActor:
         """Take part in one weight update (rollout/weights/): fetch it from the object store, or join
         the collective as `rank` — in the backend's own worker processes where it has them (vLLM),
         else here, into host memory while this actor keeps serving, then loaded between two batches."""
-        if update.kind == "object_store":
-            await self.backend.load_weights(update.version, await update.ref[0])
-        elif hasattr(self.backend, "receive_weights"):
+        if update.kind == "collective" and hasattr(self.backend, "receive_weights"):
             await self.backend.receive_weights(update, rank)
-        else:
-            if self._receiver is None:
-                self._receiver = make_receiver("collective")
+            return update.version
+        receiver = self._receivers.setdefault(update.kind, make_receiver(update.kind))
 
-            def receive() -> dict[str, Any]:
-                got: dict[str, Any] = {}
-                for part in self._receiver.receive(update, rank):
-                    got.update(part)
-                return got
+        def receive() -> dict[str, Any]:
+            got: dict[str, Any] = {}
+            for part in receiver.receive(update, rank):
+                got.update(part)
+            return got
 
-            await self.backend.load_weights(update.version, await asyncio.to_thread(receive))
+        await self.backend.load_weights(update.version, await asyncio.to_thread(receive))
         return update.version
 
     def workers(self) -> int:

@@ -6,7 +6,7 @@ from typing import Any
 
 import ray
 
-from rollout.weights.base import make_sender
+from rollout.weights.base import Outbox
 from schema.config import LearnerConfig, WeightTransportConfig
 from schema.records import WeightUpdate
 
@@ -33,8 +33,7 @@ class LearnerActor:
         self.model_path = model_path
         self.cfg = cfg
         self.learner = build_learner(model_path, cfg)
-        self.sender: Any = None
-        self.sender_cfg: WeightTransportConfig | None = None
+        self.outbox = Outbox()
 
     def train_step(self, groups: list[list[Any]]) -> dict[str, float]:
         return self.learner.train_step(groups)
@@ -54,12 +53,10 @@ class LearnerActor:
         """The current weights, offered by `transport` (rollout/weights/): the generator pool then has
         every generator receive while `weights_send` sends."""
         version, weights = self.learner.weights()
-        if self.sender is None or self.sender_cfg != transport:
-            self.sender, self.sender_cfg = make_sender(transport), transport
-        return self.sender.offer(version, weights, epoch, world_size)
+        return self.outbox.offer(transport, version, weights, epoch, world_size)
 
     def weights_send(self, update: WeightUpdate) -> None:
-        self.sender.send(update)
+        self.outbox.send(update)
 
     def compute_logprobs(self, samples: list[Any]) -> list[list[float]]:
         """log πθ of each token of each `learner.batch.Sample` (the train/inference mismatch, checks)."""

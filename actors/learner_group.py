@@ -39,7 +39,7 @@ from ray.util.placement_group import (
 )
 from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
-from rollout.weights.base import make_sender
+from rollout.weights.base import Outbox
 from schema.config import LearnerConfig, WeightTransportConfig
 from schema.records import WeightUpdate
 
@@ -99,8 +99,7 @@ class LearnerRank:
             torch.set_num_threads(threads)
         self.rank, self.world = rank, world
         self.learner: Any = None
-        self.sender: Any = None
-        self.sender_cfg: WeightTransportConfig | None = None
+        self.outbox = Outbox()
 
     def address(self) -> tuple[str, int]:
         """This node's IP and a port free on it: rank 0's answer is the rendezvous."""
@@ -143,12 +142,10 @@ class LearnerRank:
         version, weights = self.learner.weights()
         if self.rank != 0:
             return None
-        if self.sender is None or self.sender_cfg != transport:
-            self.sender, self.sender_cfg = make_sender(transport), transport
-        return self.sender.offer(version, weights, epoch, world_size)
+        return self.outbox.offer(transport, version, weights, epoch, world_size)
 
     def weights_send(self, update: WeightUpdate) -> None:
-        self.sender.send(update)
+        self.outbox.send(update)
 
     def compute_logprobs(self, samples: list[Any]) -> list[list[float]]:
         return self.learner.compute_logprobs(samples)

@@ -64,18 +64,16 @@ class Receiver:
     def __init__(self, gib: float):
         self.params = {k: torch.empty_like(v) for k, v in state_dict(gib).items()}
         self.receiver: Any = None
+        self.kind = ""
 
     def receive(self, update: Any, rank: int) -> dict[str, float]:
-        if update.kind == "object_store":
-            fetched = ray.get(update.ref[0])
-            t0 = time.perf_counter()
-            for k, v in fetched.items():
-                self.params[k].copy_(v)
-            return {"pause_s": time.perf_counter() - t0}
-        if self.receiver is None:
-            self.receiver = make_receiver("collective")
+        if self.receiver is None or self.kind != update.kind:
+            self.receiver, self.kind = make_receiver(update.kind), update.kind
+        parts = self.receiver.receive(update, rank)
+        if update.kind == "object_store":  # the fetch runs beside serving: the pause is the copy
+            parts = list(parts)
         t0 = time.perf_counter()
-        for part in self.receiver.receive(update, rank):
+        for part in parts:
             for k, v in part.items():
                 self.params[k].copy_(v)
         return {"pause_s": time.perf_counter() - t0}

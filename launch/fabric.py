@@ -164,9 +164,8 @@ class Fabric:
             await asyncio.sleep(2 ** attempt)
         else:
             raise RuntimeError("env workers kept dying while starting: is a node of the cluster failing?")
-        modes = [r for r in results]
         await self.pool.ready.remote()
-        return {"limits": sorted(set(modes)), "generators": self.cfg.fabric.generators,
+        return {"limits": sorted(set(results)), "generators": self.cfg.fabric.generators,
                 "env_workers": len(self.env.live), "judges": len(self.judges)}
 
     async def close(self) -> None:

@@ -44,7 +44,7 @@ from envs.runtime.bridge import ToolBridge
 from envs.runtime.kernel import SandboxedKernel
 from envs.runtime.limits import LimitBackend
 from envs.runtime.output import render
-from envs.runtime.sandbox import host_binds
+from envs.runtime.sandbox import host_binds, parse_bind
 from envs.runtime.upstream import ToolCallRecord, Upstream, Upstreams, UpstreamSpec, error_text
 from schema.config import RuntimeConfig
 
@@ -109,7 +109,7 @@ class Slot:
         if not self.workspace.is_relative_to(self.env_root):
             roots.append(self.workspace)
         # folders bound read-write count too: a program must not fill the host's disk through one
-        roots += [Path(b.removesuffix(":rw")) for b in self.kernel.config.binds if b.endswith(":rw")]
+        roots += [path for path, writable in map(parse_bind, self.kernel.config.binds) if writable]
         return roots
 
     async def destroy(self) -> None:

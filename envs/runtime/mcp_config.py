@@ -101,7 +101,8 @@ def load_mcp_servers(path: str | Path) -> list[UpstreamSpec]:
     """The enabled servers of an `mcpServers` JSON file, or MCPConfigError saying what is wrong."""
     path = Path(path)
     try:
-        raw = path.read_bytes()[: MAX_FILE_BYTES + 1]
+        with path.open("rb") as f:
+            raw = f.read(MAX_FILE_BYTES + 1)  # never more than the limit held
     except OSError as exc:
         raise MCPConfigError(f"{path}: {exc.strerror or exc}") from exc
     if len(raw) > MAX_FILE_BYTES:

@@ -142,6 +142,12 @@ def setenv_argv(env: dict[str, str]) -> list[str]:
 RESERVED = ("/usr", "/bin", "/lib", "/lib64", "/sbin", "/proc", "/dev", "/tmp", IN_WORKSPACE)
 
 
+def parse_bind(entry: str) -> tuple[Path, bool]:
+    """`PATH` or `PATH:ro` (read-only), `PATH:rw` (read-write) -> (the path, writable)."""
+    path, _, mode = entry.rpartition(":") if entry.endswith((":ro", ":rw")) else (entry, "", "ro")
+    return Path(path), mode == "rw"
+
+
 def host_binds(binds: list[str]) -> list[str]:
     """bwrap arguments for `RuntimeConfig.binds`: host folders at the *same path* inside the sandbox
     (so a path means the same to a tool server on the host and to a program), read-only unless
@@ -149,8 +155,7 @@ def host_binds(binds: list[str]) -> list[str]:
     bound is what was named), and not overlap the sandbox's own layout."""
     argv = []
     for entry in binds:
-        path, _, mode = entry.rpartition(":") if entry.endswith((":ro", ":rw")) else (entry, "", "ro")
-        p = Path(path)
+        p, writable = parse_bind(entry)
         if not p.is_absolute():
             raise ValueError(f"bind {entry!r}: give an absolute path")
         real = p.resolve()
@@ -162,7 +167,7 @@ def host_binds(binds: list[str]) -> list[str]:
                  or (real.is_relative_to(r) and r != "/tmp")]  # a folder under /tmp: a mount in the sandbox's
         if taken:
             raise ValueError(f"bind {entry!r}: overlaps the sandbox's own {taken[0]}")
-        argv += ["--bind" if mode == "rw" else "--ro-bind", str(real), str(real)]
+        argv += ["--bind" if writable else "--ro-bind", str(real), str(real)]
     return argv
 
 

@@ -39,6 +39,26 @@ class WeightReceiver(Protocol):
     def receive(self, update: WeightUpdate, rank: int) -> Iterator[dict[str, torch.Tensor]]: ...
 
 
+class Outbox:
+    """The learner's sending rank across updates: one sender (a collective keeps its group between
+    updates), made again only when the transport's config changes."""
+
+    def __init__(self) -> None:
+        self.sender: WeightSender | None = None
+        self.cfg: WeightTransportConfig | None = None
+
+    def offer(self, transport: WeightTransportConfig, version: int, weights: dict[str, torch.Tensor], epoch: int,
+              world_size: int) -> WeightUpdate:
+        if self.sender is None or self.cfg != transport:
+            self.sender, self.cfg = make_sender(transport), transport
+        return self.sender.offer(version, weights, epoch, world_size)
+
+    def send(self, update: WeightUpdate) -> None:
+        if self.sender is None:
+            raise WeightTransferError(f"send of version {update.version} without its offer")
+        self.sender.send(update)
+
+
 def make_sender(cfg: WeightTransportConfig) -> WeightSender:
     if cfg.kind == "collective":
         from rollout.weights.collective import CollectiveSender
