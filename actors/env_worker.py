@@ -25,7 +25,7 @@ from envs.environments import load_env
 from envs.format.task_env import EnvironmentCache
 from envs.runtime.episode import Runtime
 from rollout.agent_loop import ChatRenderer
-from rollout.episode import Shipped, run_episode
+from rollout.episode import InProcess, Shipped, run_episode
 from rollout.tokenizer import load_tokenizer
 from schema.config import EnvWorkerConfig
 from schema.records import DRIVERS, EnvRef, EpisodeRequest, SamplingParams, TaskRef, Trajectory, Verdict
@@ -81,7 +81,7 @@ class EnvWorker:
             client = await self._client()
             traj = await run_episode(env, runtime, client, self.renderer, req.harness, group_id=req.group_id,
                                      sample_idx=req.sample_idx, limits=self.cfg.limits, sampling=episode_sampling(self.cfg.sampling, req),
-                                     judge=Shipped(self._judge))
+                                     judge=InProcess() if env.judged_in_place else Shipped(self._judge))
         if traj.termination == "generator_error":
             log.warning("episode %s:%d ended with generator_error: %s", req.group_id, req.sample_idx,
                         client.last_error)

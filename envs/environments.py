@@ -1,13 +1,13 @@
 """The kinds of episode environment (envs/episode_env.py), and how any process loads one from the
-reference a request carries (schema/records.EnvRef): a task of a task library, or an imported Harbor
-task. The next kind is one more reference type and one more branch here."""
+reference a request carries (schema/records.EnvRef): a task of a task library, an imported Harbor
+task, or a LOCA-bench configuration. The next kind is one more reference type and one more branch here."""
 
 from __future__ import annotations
 
 from envs.episode_env import EpisodeEnv
 from envs.format.library import get_task, library_dir
 from envs.format.task_env import EnvironmentCache, LibraryTaskEnv
-from schema.records import EnvRef, HarborRef, TaskRef
+from schema.records import EnvRef, HarborRef, LocaRef, TaskRef
 
 
 def load_env(ref: EnvRef, cache: EnvironmentCache | None = None, *, judge_timeout_s: float | None = None) -> EpisodeEnv:
@@ -23,4 +23,8 @@ def load_env(ref: EnvRef, cache: EnvironmentCache | None = None, *, judge_timeou
         from envs.harbor.task import load_harbor_task
 
         return HarborTaskEnv(load_harbor_task(ref.path), ref)
+    if isinstance(ref, LocaRef):
+        from envs.benchmarks.loca.episode import LocaTaskEnv
+
+        return LocaTaskEnv(ref, judge_timeout_s=judge_timeout_s)
     raise TypeError(f"not an environment reference: {ref!r}")

@@ -9,7 +9,7 @@
     verdict = load_env(ref, judge_cache).judge_shipped(data, answer)   # on a judge, within its deadline
 
 Our library's tasks (envs/format/task_env.LibraryTaskEnv) and imported Harbor tasks
-(envs/harbor/episode.HarborTaskEnv) implement it; env workers, judges, teachers and in-process runners
+(envs/harbor/episode.HarborTaskEnv) and LOCA-bench configurations (envs/benchmarks/loca/) implement it; env workers, judges, teachers and in-process runners
 (rollout/episode.run_episode) use only this interface, so the next kind of environment (an external
 benchmark) is one more implementation and one more `EnvRef` kind (schema/records.py), not a flag.
 
@@ -21,6 +21,9 @@ Rules every implementation keeps, because what the episode leaves is the model's
 - `judge_shipped` never raises and returns within `judge_timeout_s` (plus restoring the state): a
   verifier that loops, crashes or cannot load is a `Verdict.failed`.
 - `judge` runs in the caller's thread; callers put their own deadline on it (run_episode does).
+- `judged_in_place`: True when only the process holding the live state can judge it (a benchmark
+  whose evaluator belongs to the object that generated the state: LOCA-bench); the env worker then
+  judges it itself, under the same deadline, and `judge_shipped` returns a Verdict error saying so.
 """
 
 from __future__ import annotations
@@ -105,6 +108,8 @@ class EpisodeEnv(Protocol):
     limits: EnvLimits
     #: what judge_shipped may take (the verifier's deadline)
     judge_timeout_s: float
+    #: judged where the episode ran, never shipped (module docstring)
+    judged_in_place: bool
 
     async def open(self, runtime: Runtime) -> Episode:
         """A fresh episode: sandboxed kernel, this environment's tool servers and workspace."""

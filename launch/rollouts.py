@@ -29,7 +29,7 @@ from actors.scheduler import EpisodeOutcome
 from launch.rollout_cache import Key, RolloutCache, RolloutRecord, settings_digest
 from schema.config import API_PREFIX, TrainConfig
 from schema.load import ConfigError
-from schema.records import EpisodeRequest, HarborRef, TaskRef
+from schema.records import EnvRef, EpisodeRequest, TaskRef
 
 log = logging.getLogger(__name__)
 
@@ -44,13 +44,15 @@ class RolloutJob(msgspec.Struct, frozen=True):
     sample: int
     seed: int
     library: str = ""  # the task library (TaskMix.library_root)
-    harbor_path: str | None = None  # an imported Harbor task's folder (task = its name, scale = "harbor")
+    #: an environment outside the task library (an imported Harbor task, a LOCA-bench configuration):
+    #: task and scale are its ref's task_id and scale
+    env: EnvRef | None = None
 
     def key(self) -> Key:
         return (self.model, self.harness, self.task, self.scale, self.sample)
 
     def request(self) -> EpisodeRequest:
-        env = HarborRef(self.harbor_path) if self.harbor_path else TaskRef(self.task, self.scale, self.library)
+        env = self.env or TaskRef(self.task, self.scale, self.library)
         return EpisodeRequest(env=env, group_id=f"{self.model}/{self.harness}/{self.task}/{self.scale}",
                               sample_idx=self.sample, harness=self.harness, seed=self.seed)
 
@@ -143,7 +145,7 @@ class RolloutRunner:
         except asyncio.CancelledError:  # interrupted: what is still queued or running is not wanted
             scheduler.cancel(tokens)
             raise
-        if failed and any(j.harbor_path is None for j in failed):
+        if failed and any(j.env is None for j in failed):
             log.warning("the generator pool's last error: %s", await self._generator_error())
         return failed
 

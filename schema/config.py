@@ -317,6 +317,20 @@ class TrainConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 # ---------------------------------------------------------------- evaluation sweeps and filtering
 
+class LocaSweep(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """`sweep.loca`: LOCA-bench configurations in a sweep (envs/benchmarks/loca/), the preset as the
+    scale axis. The checkout is the user's own clone; nothing of it is vendored."""
+
+    checkout: str
+    presets: list[str] = msgspec.field(default_factory=lambda: ["8k"])  # task-configs/final_<preset>_set_config.json
+    tasks: list[str] = []  # configuration names (task types), [] = all of the preset
+    seeds: list[int] = []  # [] = every seed the preset has
+    #: LOCA's interpreter; "" = the environment ProgAgent makes from its pinned list (once), under
+    #: $PROGAGENT_HOME/benchmarks (shared storage or the same path on every node of a cluster)
+    python: str = ""
+    node_dir: str = ""  # with `python`: a folder whose node_modules/ holds LOCA's npm servers
+
+
 class SweepSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """The `sweep:` section of a config (the `eval:` section is training's before/after evaluation)."""
 
@@ -329,6 +343,8 @@ class SweepSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     seed: int = 0  # base of the per-sample sampling seeds
     #: imported Harbor tasks: task folders or dataset folders of them, run at scale "harbor" ([] = none)
     harbor: list[str] = []
+    #: LOCA-bench (None = none): its presets are scales of their own, beside the library's
+    loca: LocaSweep | None = None
 
 
 class FilterSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):

@@ -102,11 +102,14 @@ class Verdict(msgspec.Struct):
     reward: float  # 1.0 when every criterion passes, else 0.0 (binary, as in the paper)
     score: float  # fraction of criteria passed
     error: str | None = None  # the verifier could not judge (recorded with reward 0, never a lost sample)
+    #: what the environment records with the verdict, into the trajectory's metrics (a benchmark's
+    #: state seed and launch time: LOCA generates due dates from the clock)
+    metrics: dict[str, float] = {}
 
     @classmethod
-    def failed(cls, reason: str) -> Verdict:
+    def failed(cls, reason: str, metrics: dict[str, float] | None = None) -> Verdict:
         """No verdict could be reached: reward and score 0, `reason` kept as the error."""
-        return cls(criteria={}, reward=0.0, score=0.0, error=reason)
+        return cls(criteria={}, reward=0.0, score=0.0, error=reason, metrics=metrics or {})
 
     @classmethod
     def of(cls, criteria: dict[str, bool]) -> Verdict:
@@ -120,6 +123,7 @@ def judged(traj: Trajectory, verdict: Verdict) -> Trajectory:
     trajectory)."""
     traj.reward, traj.score, traj.criteria, traj.verifier_error = (verdict.reward, verdict.score,
                                                                   verdict.criteria, verdict.error)
+    traj.metrics.update(verdict.metrics)
     return traj
 
 
@@ -150,7 +154,29 @@ class HarborRef(msgspec.Struct, frozen=True, tag="harbor"):
         return HARBOR_SCALE
 
 
-EnvRef = TaskRef | HarborRef
+class LocaRef(msgspec.Struct, frozen=True, tag="loca"):
+    """A LOCA-bench task configuration (envs/benchmarks/loca/): the user's checkout, the preset (the
+    environment-state size, its scale axis) and the configuration's name and seed, as the env workers
+    see them; `python`: the interpreter of LOCA's own environment, `node_dir`: where its npm servers
+    are installed (a folder holding node_modules/; "" = none)."""
+
+    checkout: str
+    preset: str
+    name: str
+    seed: int
+    python: str
+    node_dir: str = ""
+
+    @property
+    def task_id(self) -> str:
+        return f"{self.name}.s{self.seed}"
+
+    @property
+    def scale(self) -> str:
+        return self.preset
+
+
+EnvRef = TaskRef | HarborRef | LocaRef
 
 
 #: who writes the model's turns of an episode (EpisodeRequest.driver)

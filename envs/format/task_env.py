@@ -259,6 +259,8 @@ class LibraryTaskEnv:
     built environment copied into the episode, the task's tools served by its transport, verify.py
     as the judge (in a forked child with a deadline for shipped states)."""
 
+    judged_in_place = False  # its final state is shipped to a Judge actor on the fabric
+
     def __init__(self, task: Task, scale: str, cache: EnvironmentCache, *, library: str = "",
                  judge_timeout_s: float | None = None, transport: str | None = None):
         self.task, self.scale, self.cache, self.transport = task, scale, cache, transport

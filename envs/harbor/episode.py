@@ -307,6 +307,8 @@ class HarborTaskEnv:
     MCP servers, [agent] timeout_sec as the episode's wall clock, and its tests/test.sh as the judge
     (killed at [verifier] timeout_sec; the shipped tree is restored first, bounded)."""
 
+    judged_in_place = False  # its final state is shipped to a Judge actor on the fabric
+
     def __init__(self, task: HarborTask, ref: HarborRef | None = None):
         self.task = task
         self.ref = ref or HarborRef(str(task.dir))

@@ -141,6 +141,13 @@ class Episode:
         self._ending: asyncio.Task | None = None
         self._lock = asyncio.Lock()
         self._disk_base: untrusted_fs.Usage | None = None
+        self._on_close: list[Callable[[], Awaitable[None]]] = []
+
+    def on_close(self, fn: Callable[[], Awaitable[None]]) -> None:
+        """`fn` runs when the episode closes, after its kernel and servers are gone (an environment's
+        own processes and folders: a benchmark's state generator kept alive for its evaluator). Each
+        runs once, in the order given; one that fails is logged and the rest still run."""
+        self._on_close.append(fn)
 
     @property
     def id(self) -> str:
@@ -287,8 +294,15 @@ class Episode:
         self.closed = True
         if self.owns_router and not self.stopped:
             await self.router.close()
-        await self.slot.destroy()
-        self.runtime._episodes.discard(self)
+        try:
+            await self.slot.destroy()
+        finally:
+            self.runtime._episodes.discard(self)
+            for fn in self._on_close:
+                try:
+                    await fn()
+                except Exception:  # noqa: BLE001 - the next one must still run
+                    log.exception("an on_close step of episode %s failed", self.id)
 
     async def __aenter__(self) -> Episode:
         return self

@@ -1,0 +1,241 @@
+"""A LOCA-bench task configuration as an episode environment (envs/episode_env.py).
+
+    env = LocaTaskEnv(LocaRef(checkout, "64k", "CanvasListTestS2LEnv", 42, python))
+    traj = await run_episode(env, runtime, generator, renderer, "ptc")   # rollout/episode.py
+
+Per episode, in a fresh folder `W` (under the runtime's root):
+
+1. LOCA's own generator makes the state: driver.py runs in LOCA's Python, in the benchmark sandbox
+   (envs/benchmarks/sandbox.py) with `W/task` writable, constructs the configuration's environment
+   class there (databases in W/task/local_db, the agent workspace W/task/agent_workspace, the ground
+   truth) and replies with LOCA's instruction and its MCP server commands, as LOCA's config loader
+   builds them. (W/state is what is bound: LOCA deletes and remakes its task folder.) The state seed and launch time are recorded with the verdict (trajectory metrics
+   `state_seed`, `launch_time`).
+2. The servers run in the same sandbox shape, each its own process within the runtime's limits, with
+   their commands mapped to what is installed here (`server_command`): `python` and `uv … run python`
+   → LOCA's interpreter; `uvx PKG` and bare names → PKG in LOCA's environment; `npx PKG` → that npm
+   package's executable under `node_dir`. A tool call may take LOCA_TOOL_TIMEOUT_S (LOCA allows 120 s).
+3. The episode's kernel sees the agent workspace at its host path (the path LOCA's servers are given)
+   and as /workspace, its working directory: one path means one thing to a program and to a server.
+   The model's prompt is LOCA's instruction, unchanged.
+4. Judging is LOCA's evaluator: after the episode stopped (kernel and servers gone, so nothing changes
+   the state), the driver calls the environment object's `step("claim_done")`, as LOCA's own loop does
+   when the model claims it is done, within `judge_timeout_s`. Reward 1.0 is a pass; the evaluator's
+   `info` (why a state failed) goes to the driver's log; an evaluator that raises, hangs or dies is a
+   verifier error (recorded, reward 0). ProgAgent's loop ends an episode on the
+   model's final reply (LOCA's `claim_done` tool is there and may be called; the evaluator runs either way).
+
+Why judged in place (`judged_in_place`), not shipped to a Judge actor: LOCA's evaluator is a method of
+the object that generated the state (it reads the ground truth through attributes set then, by
+absolute paths), and the state's dates come from the clock at generation, so the live state is judged
+by the process that holds it, on the env worker, under the same deadline a judge has.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from pathlib import Path
+from typing import Any
+
+from envs.benchmarks.loca.checkout import LocaCheckout, LocaError
+from envs.benchmarks.loca.environment import node_bin
+from envs.benchmarks.process import JsonLineProcess, ProcessFailed
+from envs.benchmarks.sandbox import interpreter, sandbox_options, sandboxed
+from envs.episode_env import EnvLimits
+from envs.runtime import untrusted_fs
+from envs.runtime.episode import Episode, EpisodeState, Runtime
+from envs.runtime.sandbox import BWRAP_ENV
+from envs.runtime.upstream import Upstream, UpstreamSpec
+from schema.records import LocaRef, Verdict
+
+log = logging.getLogger(__name__)
+
+DRIVER = Path(__file__).with_name("driver.py")
+#: LOCA's agent loop gives a tool call 120 s
+LOCA_TOOL_TIMEOUT_S = 120.0
+#: state generation at the largest presets takes minutes on a loaded machine
+GENERATE_TIMEOUT_S = 900.0
+#: LOCA's evaluators run their own subprocesses over the final state
+JUDGE_TIMEOUT_S = 600.0
+#: memory of LOCA's generator/evaluator process and of each of its servers
+DRIVER_MEMORY_BYTES = 4 * 2**30
+SERVER_MEMORY_BYTES = 2 * 2**30
+
+
+def server_command(name: str, cfg: dict[str, Any], python: str, node_dir: str) -> list[str]:
+    """The command of one of LOCA's server configs, as installed here (module docstring, step 2).
+    LocaError names a server whose program is not installed."""
+    cmd, args = cfg.get("command"), [str(a) for a in cfg.get("args") or []]
+    bin_dir = Path(python).parent
+    if not isinstance(cmd, str) or not cmd:
+        raise LocaError(f"server {name!r}: no command in {cfg!r}")
+    if cmd in ("python", "python3") or cmd.startswith("python3."):
+        return [python, *args]
+    if cmd == "uv":
+        rest = args[args.index("run") + 1:] if "run" in args else []
+        if rest and rest[0] in ("python", "python3"):
+            return [python, *rest[1:]]
+        raise LocaError(f"server {name!r}: `uv {' '.join(args)}` is not `uv … run python SCRIPT`")
+    if cmd in ("npx", "npm"):
+        rest = [a for a in args if a not in ("-y", "--yes", "exec")]
+        if not rest:
+            raise LocaError(f"server {name!r}: `{cmd}` without a package")
+        exe = node_bin(node_dir, rest[0]) if node_dir else None
+        if exe is None:
+            raise LocaError(f"server {name!r}: npm package {rest[0]} is not installed under {node_dir or '(no node_dir)'}")
+        return [str(exe), *rest[1:]]
+    if cmd == "uvx":
+        rest = [a for a in args if not a.startswith("-")]
+        if not rest:
+            raise LocaError(f"server {name!r}: `uvx` without a package")
+        pkg, after = rest[0], args[args.index(rest[0]) + 1:]
+        exe = bin_dir / pkg.split("@")[0].split("==")[0]
+        if not exe.exists():
+            raise LocaError(f"server {name!r}: {exe.name} is not installed in LOCA's environment ({bin_dir})")
+        return [str(exe), *after]
+    exe = bin_dir / cmd
+    if exe.exists():
+        return [str(exe), *args]
+    if Path(cmd).is_absolute() and Path(cmd).exists():
+        return [cmd, *args]
+    raise LocaError(f"server {name!r}: {cmd} is not installed in LOCA's environment ({bin_dir})")
+
+
+class LocaState:
+    """One generated LOCA state and the driver process holding it (module docstring)."""
+
+    def __init__(self, ref: LocaRef, work: Path, logs: Path):
+        self.ref = ref
+        self.work = work
+        # LOCA's environments delete and remake their task folder: its parent is what is bound
+        self.state_root = work / "state"
+        self.task_dir = self.state_root / "task"
+        self.logs = logs
+        self.scratch = work / "scratch"  # bwrap option files: never bound into a sandbox
+        self.interp = interpreter(ref.python)
+        self.driver: JsonLineProcess | None = None
+        self.reply: dict[str, Any] = {}
+
+    def options(self, cwd: Path, env: dict[str, str] | None = None, logs_writable: bool = False) -> list[str]:
+        read_only = [Path(self.ref.checkout), DRIVER]
+        if self.ref.node_dir:
+            read_only.append(Path(self.ref.node_dir))
+        writable = [self.state_root] + ([self.logs] if logs_writable else [])
+        return sandbox_options(self.interp, read_only=read_only, writable=writable, cwd=cwd, env=env)
+
+    def generate(self, config: dict[str, Any], limits: Any) -> dict[str, Any]:
+        """LOCA's generator, run once: the state under task_dir and the driver's first reply."""
+        for d in (self.state_root, self.logs, self.scratch):
+            d.mkdir(parents=True, exist_ok=True)
+        driver_log = self.logs / "loca-driver.log"
+        argv = sandboxed(self.options(self.state_root, {"PROGAGENT_DRIVER_LOG": str(driver_log)}, logs_writable=True),
+                         [self.interp.python, str(DRIVER), self.ref.checkout, str(self.task_dir)], self.scratch)
+        self.driver = JsonLineProcess.start(argv, log_file=self.logs / "loca-driver.stderr.log", limits=limits,
+                                            memory_bytes=DRIVER_MEMORY_BYTES, name="LOCA state generator")
+        self.driver.send(config)
+        reply = self.driver.receive(GENERATE_TIMEOUT_S)
+        if not reply.get("ok"):
+            kept = "" if driver_log.is_relative_to(self.work) else f"\n(log: {driver_log})"
+            raise LocaError(f"{self.ref.task_id} ({self.ref.preset}): LOCA's {reply.get('stage', '?')} step failed:\n"
+                            f"{str(reply.get('error'))[-3000:]}{kept}")
+        if not isinstance(reply.get("instruction"), str) or not isinstance(reply.get("servers"), dict):
+            raise LocaError(f"{self.ref.task_id}: the driver's reply lacks an instruction or servers")
+        self.reply = reply
+        return reply
+
+    @property
+    def agent_workspace(self) -> Path:
+        return self.task_dir / "agent_workspace"
+
+    def upstreams(self, limits: Any) -> list[Upstream]:
+        ups = []
+        for name, cfg in self.reply["servers"].items():
+            command = server_command(name, cfg, self.interp.python, self.ref.node_dir)
+            cwd = Path(cfg.get("cwd") or self.agent_workspace)
+            if not cwd.resolve().is_relative_to(self.task_dir.resolve()) and \
+                    not cwd.resolve().is_relative_to(Path(self.ref.checkout).resolve()):
+                raise LocaError(f"server {name!r}: working directory {cwd} is outside the task and the checkout")
+            env = {str(k): str(v) for k, v in (cfg.get("env") or {}).items()}
+            argv = sandboxed(self.options(cwd, env), command, self.scratch)
+            ups.append(Upstream(UpstreamSpec(name, command=argv, env=BWRAP_ENV, timeout_s=LOCA_TOOL_TIMEOUT_S),
+                                limits=limits, memory_bytes=SERVER_MEMORY_BYTES,
+                                errlog=self.logs / f"upstream-{name}.log"))
+        return ups
+
+    def judge(self, timeout_s: float) -> Verdict:
+        facts = {"state_seed": float(self.ref.seed), "launch_time": float(self.reply.get("launch_time") or 0.0)}
+        if self.driver is None or self.driver.closed:
+            return Verdict.failed(f"{self.ref.task_id}: LOCA's state is gone (its driver has ended)", facts)
+        try:
+            self.driver.send({"cmd": "judge"})
+            reply = self.driver.receive(timeout_s)
+        except ProcessFailed as exc:
+            return Verdict.failed(f"LOCA's evaluator: {exc}", facts)
+        if not reply.get("ok"):
+            return Verdict.failed(f"LOCA's evaluator raised:\n{str(reply.get('error'))[-3000:]}", facts)
+        reward = reply.get("reward")
+        if not isinstance(reward, int | float):
+            return Verdict.failed(f"LOCA's evaluator gave no numeric reward: {reply!r:.300}", facts)
+        passed = float(reward) >= 1.0
+        # LOCA's `info` says why a state failed (its "error" entry is a failed check, not a broken
+        # evaluator): it is in the driver's log, and the verdict is the evaluator's reward
+        return Verdict(criteria={"loca_evaluator": passed}, reward=float(passed), score=min(max(float(reward), 0.0), 1.0),
+                       metrics=facts)
+
+    async def close(self) -> None:
+        if self.driver is not None:
+            await asyncio.to_thread(self.driver.close)
+        await asyncio.to_thread(untrusted_fs.remove_tree, self.work)
+
+
+class LocaTaskEnv:
+    """A LOCA-bench configuration as an episode environment (module docstring)."""
+
+    judged_in_place = True
+
+    def __init__(self, ref: LocaRef, judge_timeout_s: float | None = None):
+        self.ref = ref
+        self.checkout = LocaCheckout(ref.checkout)
+        self.config = self.checkout.configuration(ref.preset, ref.name, ref.seed)
+        self.instruction = ""  # LOCA's instruction, known once its generator ran (open)
+        self.limits = EnvLimits()
+        self.judge_timeout_s = judge_timeout_s or JUDGE_TIMEOUT_S
+        self._states: dict[str, LocaState] = {}  # episode env_root -> its live state
+
+    async def open(self, runtime: Runtime) -> Episode:
+        work = Path(runtime.root) / f"loca-{uuid.uuid4().hex[:12]}"
+        logs = Path(runtime.config.logs_dir) / work.name if runtime.config.logs_dir else work / "logs"
+        state = LocaState(self.ref, work, logs)
+        try:
+            reply = await asyncio.to_thread(state.generate, self.config, runtime.limits)
+            self.instruction = reply["instruction"]
+            ws = state.agent_workspace.resolve()
+            episode = await runtime.open_episode(state.upstreams(runtime.limits), workspace=ws, binds=[f"{ws}:rw"])
+        except BaseException:
+            await state.close()
+            raise
+        key = episode.final_state().env_root
+        self._states[key] = state
+
+        async def forget() -> None:
+            self._states.pop(key, None)
+            await state.close()
+
+        episode.on_close(forget)
+        return episode
+
+    def judge(self, state: EpisodeState | str | Path, answer: str) -> Verdict:
+        live = self._states.get(state.env_root if isinstance(state, EpisodeState) else str(state))
+        if live is None:
+            return Verdict.failed(f"{self.ref.task_id}: not an open episode of this environment (LOCA judges live states)")
+        return live.judge(self.judge_timeout_s)
+
+    def snapshot(self, state: EpisodeState) -> bytes:
+        raise NotImplementedError("LOCA-bench states are judged in place (LocaTaskEnv.judged_in_place)")
+
+    def judge_shipped(self, state: bytes, answer: str) -> Verdict:
+        return Verdict.failed("LOCA-bench states are judged in place, on the env worker that holds them; "
+                              "a shipped state cannot be judged (LocaTaskEnv.judged_in_place)")
+
