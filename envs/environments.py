@@ -1,13 +1,14 @@
 """The kinds of episode environment (envs/episode_env.py), and how any process loads one from the
 reference a request carries (schema/records.EnvRef): a task of a task library, an imported Harbor
-task, or a LOCA-bench configuration. The next kind is one more reference type and one more branch here."""
+task, a LOCA-bench configuration, a local-only Toolathlon
+task or an MCPMark filesystem task. The next kind is one more reference type and one more branch here."""
 
 from __future__ import annotations
 
 from envs.episode_env import EpisodeEnv
 from envs.format.library import get_task, library_dir
 from envs.format.task_env import EnvironmentCache, LibraryTaskEnv
-from schema.records import EnvRef, HarborRef, LocaRef, TaskRef
+from schema.records import EnvRef, HarborRef, LocaRef, MCPMarkRef, TaskRef, ToolathlonRef
 
 
 def load_env(ref: EnvRef, cache: EnvironmentCache | None = None, *, judge_timeout_s: float | None = None) -> EpisodeEnv:
@@ -27,4 +28,12 @@ def load_env(ref: EnvRef, cache: EnvironmentCache | None = None, *, judge_timeou
         from envs.benchmarks.loca.episode import LocaTaskEnv
 
         return LocaTaskEnv(ref, judge_timeout_s=judge_timeout_s)
+    if isinstance(ref, ToolathlonRef):
+        from envs.benchmarks.toolathlon.episode import ToolathlonTaskEnv
+
+        return ToolathlonTaskEnv(ref, judge_timeout_s=judge_timeout_s)
+    if isinstance(ref, MCPMarkRef):
+        from envs.benchmarks.mcpmark.episode import MCPMarkTaskEnv
+
+        return MCPMarkTaskEnv(ref, judge_timeout_s=judge_timeout_s)
     raise TypeError(f"not an environment reference: {ref!r}")

@@ -37,6 +37,11 @@ LOCA's evaluator on the env worker that holds the state. The plots' x axis is th
 paper's Figure 3: pass rate and context tokens against environment-state size, a line per harness):
 
     progagent eval --model openai:NAME --loca ~/LOCA-bench sweep.loca.presets=[8k,64k] sweep.scales=[]
+
+Toolathlon's local-only tasks (envs/benchmarks/toolathlon/) join with `--toolathlon CHECKOUT` or
+`sweep.toolathlon:` at the one scale `toolathlon`, judged by Toolathlon's evaluator on a judge;
+MCPMark's filesystem tasks with `--mcpmark CHECKOUT sweep.mcpmark.data_dir=DIR` (a local cache of its
+data: nothing is downloaded) at the scale `mcpmark`, judged by their verify.py.
 """
 
 from __future__ import annotations
@@ -50,7 +55,10 @@ import msgspec
 from rich.console import Console
 
 from envs.benchmarks.loca.checkout import LocaCheckout, LocaError, LocaTask
-from envs.benchmarks.loca.environment import LocaSetupError, ensure_environment
+from envs.benchmarks import loca, mcpmark, toolathlon
+from envs.benchmarks.mcpmark.checkout import MCPMarkCheckout, MCPMarkError
+from envs.benchmarks.toolathlon.checkout import ToolathlonCheckout, ToolathlonError
+from envs.benchmarks.environment import BenchmarkEnvironment, SetupError, ensure_environment, node_dir_of
 from envs.harbor.task import HarborTaskError, find_harbor_tasks, load_harbor_task
 from launch import eval_report as rep
 from launch.paths import home, run_root
@@ -62,9 +70,19 @@ from launch.rollouts import (
     outcome_settings,
     run_models,
 )
-from schema.config import LocaSweep, SweepSettings, TrainConfig
+from schema.config import LocaSweep, MCPMarkSweep, SweepSettings, ToolathlonSweep, TrainConfig
 from schema.load import ConfigError, load_sections
-from schema.records import HARBOR_SCALE, SCALES, EnvRef, HarborRef, LocaRef
+from schema.records import (
+    HARBOR_SCALE,
+    MCPMARK_SCALE,
+    SCALES,
+    TOOLATHLON_SCALE,
+    EnvRef,
+    HarborRef,
+    LocaRef,
+    MCPMarkRef,
+    ToolathlonRef,
+)
 
 console = Console()
 
@@ -73,12 +91,59 @@ def validate(st: SweepSettings) -> None:
     from rollout.harness import HARNESSES
 
     bad = [h for h in st.harnesses if h not in HARNESSES] + [s for s in st.scales if s not in SCALES]
-    if bad or st.samples < 1 or not st.harnesses or not (st.scales or st.harbor or st.loca):
+    if bad or st.samples < 1 or not st.harnesses or not (st.scales or st.harbor or st.loca or st.toolathlon
+                                                                       or st.mcpmark):
         raise ConfigError(f"sweep: unknown harnesses/scales {bad} or no work (samples={st.samples})")
     for m in st.models:
         check_model(m)
     harbor_tasks(st.harbor)
     loca_tasks(st.loca)
+    toolathlon_tasks(st.toolathlon)
+    mcpmark_tasks(st.mcpmark)
+
+
+def mcpmark_tasks(mm: MCPMarkSweep | None) -> list[str]:
+    """MCPMark's filesystem tasks `sweep.mcpmark` names, each with its category in the data cache."""
+    if mm is None:
+        return []
+    try:
+        tasks = [t.task_id for t in MCPMarkCheckout(mm.checkout, mm.data_dir).tasks(mm.tasks or None, mm.suite)]
+    except MCPMarkError as exc:
+        raise ConfigError(f"sweep.mcpmark: {exc}") from None
+    if not tasks:
+        raise ConfigError(f"sweep.mcpmark: no {mm.suite} filesystem task has its category in {mm.data_dir}")
+    return tasks
+
+
+def mcpmark_refs(mm: MCPMarkSweep | None) -> list[MCPMarkRef]:
+    tasks = mcpmark_tasks(mm)
+    if not tasks:
+        return []
+    python, node_dir = benchmark_python(mcpmark.ENVIRONMENT, mm.python, mm.node_dir)
+    co = MCPMarkCheckout(mm.checkout, mm.data_dir)
+    return [MCPMarkRef(str(co.path), str(co.data_dir), t, python, node_dir) for t in tasks]
+
+
+def toolathlon_tasks(tl: ToolathlonSweep | None) -> list[str]:
+    """The local-only Toolathlon tasks `sweep.toolathlon` names (ConfigError: not there, not local)."""
+    if tl is None:
+        return []
+    try:
+        tasks = [t.name for t in ToolathlonCheckout(tl.checkout).tasks(tl.tasks or None)]
+    except ToolathlonError as exc:
+        raise ConfigError(f"sweep.toolathlon: {exc}") from None
+    if not tasks:
+        raise ConfigError(f"sweep.toolathlon: no local-only task in {tl.checkout}")
+    return tasks
+
+
+def toolathlon_refs(tl: ToolathlonSweep | None) -> list[ToolathlonRef]:
+    tasks = toolathlon_tasks(tl)
+    if not tasks:
+        return []
+    python, node_dir = benchmark_python(toolathlon.ENVIRONMENT, tl.python, tl.node_dir)
+    checkout = str(ToolathlonCheckout(tl.checkout).path)
+    return [ToolathlonRef(checkout, t, python, node_dir) for t in tasks]
 
 
 def loca_tasks(loca: LocaSweep | None) -> list[LocaTask]:
@@ -99,21 +164,27 @@ def loca_tasks(loca: LocaSweep | None) -> list[LocaTask]:
     return tasks
 
 
-def loca_refs(loca: LocaSweep | None) -> list[LocaRef]:
+def loca_refs(st_loca: LocaSweep | None) -> list[LocaRef]:
     """What the env workers open for `sweep.loca`: LOCA's own Python environment is made here first
-    when `sweep.loca.python` is not given (envs/benchmarks/loca/environment.py; once per machine)."""
-    tasks = loca_tasks(loca)
+    when `sweep.loca.python` is not given (envs/benchmarks/environment.py; once per machine)."""
+    tasks = loca_tasks(st_loca)
     if not tasks:
         return []
-    python, node_dir = loca.python, loca.node_dir
-    if not python:
-        try:
-            python = ensure_environment(home() / "benchmarks", say=console.print)
-        except LocaSetupError as exc:
-            raise ConfigError(str(exc)) from None
-        node_dir = str(Path(python).parent.parent / "node")
-    checkout = str(LocaCheckout(loca.checkout).path)
+    python, node_dir = benchmark_python(loca.ENVIRONMENT, st_loca.python, st_loca.node_dir)
+    checkout = str(LocaCheckout(st_loca.checkout).path)
     return [LocaRef(checkout, t.preset, t.name, t.seed, python, node_dir) for t in tasks]
+
+
+def benchmark_python(spec: BenchmarkEnvironment, python: str, node_dir: str) -> tuple[str, str]:
+    """(interpreter, node_dir) of a benchmark: the ones a sweep section gives, else the environment
+    ProgAgent makes from its pinned list under $PROGAGENT_HOME/benchmarks (once; ConfigError)."""
+    if python:
+        return python, node_dir
+    try:
+        python = ensure_environment(spec, home() / "benchmarks", say=console.print)
+    except SetupError as exc:
+        raise ConfigError(str(exc)) from None
+    return python, node_dir_of(python)
 
 
 def harbor_tasks(sources: list[str]) -> dict[str, str]:
@@ -146,11 +217,12 @@ def out_dir(cfg: TrainConfig, st: SweepSettings) -> Path:
 
 
 def jobs(st: SweepSettings, models: list[str], tasks: list[str], harbor: dict[str, str] | None = None,
-         library: str = "", loca: list[LocaRef] | None = None) -> list[RolloutJob]:
+         library: str = "", loca: list[LocaRef] | None = None,
+         others: list[EnvRef] | None = None) -> list[RolloutJob]:
     """Sample-major order: a sweep stopped early has every cell at a similar n. `harbor`: {name: folder}."""
     cells: list[tuple[str, str, EnvRef | None]] = [(t, s, None) for t in tasks for s in st.scales]
     cells += [(t, HARBOR_SCALE, HarborRef(path)) for t, path in (harbor or {}).items()]
-    cells += [(r.task_id, r.scale, r) for r in loca or []]
+    cells += [(r.task_id, r.scale, r) for r in [*(loca or []), *(others or [])]]
     return [RolloutJob(m, h, t, s, k, rollout_seed(st.seed, t, s, k), library, ref)
             for k in range(st.samples) for m in models for h in st.harnesses for t, s, ref in cells]
 
@@ -167,12 +239,16 @@ async def sweep(cfg: TrainConfig, st: SweepSettings, runners: dict[str, RolloutR
     harbor = harbor_tasks(st.harbor)
     loca = loca_refs(st.loca)
     presets = list(st.loca.presets) if loca else []
-    scales = [*st.scales, *([HARBOR_SCALE] if harbor else []), *presets]
-    todo = jobs(st, models, tasks, harbor, cfg.tasks.library_root, loca)
+    tl = toolathlon_refs(st.toolathlon)
+    mm = mcpmark_refs(st.mcpmark)
+    scales = [*st.scales, *([HARBOR_SCALE] if harbor else []), *presets, *([TOOLATHLON_SCALE] if tl else []),
+              *([MCPMARK_SCALE] if mm else [])]
+    todo = jobs(st, models, tasks, harbor, cfg.tasks.library_root, loca, [*tl, *mm])
     cache = RolloutCache(out / "rollouts.jsonl", outcome_settings(cfg))
     console.print(f"sweep: {len(todo)} rollouts ({len(models)} model(s) × {len(st.harnesses)} harness(es) × "
                   f"({len(tasks)} task(s) × {len(st.scales)} scale(s) + {len(harbor)} Harbor task(s) + "
-                  f"{len(loca)} LOCA-bench configuration(s)) × "
+                  f"{len(loca)} LOCA-bench configuration(s) + {len(tl)} Toolathlon task(s) + "
+                  f"{len(mm)} MCPMark task(s)) × "
                   f"{st.samples}); {len(cache)} cached in {out}")
     t0 = time.time()
     step = max(1, len(todo) // 10)
@@ -198,7 +274,9 @@ async def sweep(cfg: TrainConfig, st: SweepSettings, runners: dict[str, RolloutR
               f"- models: {', '.join(models)}; harnesses: {', '.join(st.harnesses)}; scales: "
               f"{', '.join(scales)}; {len(tasks)} task(s)"
               f"{f' + {len(harbor)} Harbor task(s) (scale {HARBOR_SCALE})' if harbor else ''}"
-              f"{f' + {len(loca)} LOCA-bench configuration(s) (presets {presets_text})' if loca else ''}; "
+              f"{f' + {len(loca)} LOCA-bench configuration(s) (presets {presets_text})' if loca else ''}"
+              f"{f' + {len(tl)} Toolathlon task(s) (scale {TOOLATHLON_SCALE})' if tl else ''}"
+              f"{f' + {len(mm)} MCPMark task(s) (scale {MCPMARK_SCALE})' if mm else ''}; "
               f"n = {st.samples} per cell",
               f"- rollouts: {stats['run']} run now, {stats['cached']} from the cache, "
               f"{len(stats['failed'])} failed; {time.time() - t0:.0f} s"]
@@ -207,6 +285,7 @@ async def sweep(cfg: TrainConfig, st: SweepSettings, runners: dict[str, RolloutR
     rep.write_plots(out, [r for r in scale_rows if r["scale"] in plotted], overall, ks, plotted)
     rep.write_json(out / "summary.json", {"settings": msgspec.to_builtins(st), "models": models, "tasks": tasks,
                                           "harbor_tasks": harbor, "loca": [msgspec.to_builtins(r) for r in loca],
+                                          "toolathlon": [r.task for r in tl], "mcpmark": [r.task for r in mm],
                                           "stats": stats, "overall": overall,
                                           "by_scale": scale_rows})
     log = MetricsLog(out, out.name, msgspec.to_builtins(cfg) | {"sweep": msgspec.to_builtins(st)},
@@ -232,6 +311,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--loca", default=None, metavar="CHECKOUT",
                    help="a LOCA-bench checkout (instead of sweep.loca.checkout); sweep.loca.presets=[8k,64k] picks "
                    "the presets, sweep.loca.tasks=[...] the task types; sweep.scales=[] runs LOCA-bench only")
+    p.add_argument("--toolathlon", default=None, metavar="CHECKOUT",
+                   help="a Toolathlon checkout (instead of sweep.toolathlon.checkout): its local-only tasks, or "
+                   "sweep.toolathlon.tasks=[...]")
+    p.add_argument("--mcpmark", default=None, metavar="CHECKOUT",
+                   help="an MCPMark checkout (instead of sweep.mcpmark.checkout); its filesystem tasks whose data is "
+                   "in sweep.mcpmark.data_dir (a local cache of the unzipped categories: nothing is downloaded)")
     p.add_argument("overrides", nargs="*", help="key.path=value (sweep.samples=8, sweep.harnesses=[ptc], ...)")
 
 
@@ -241,7 +326,11 @@ def run(args: argparse.Namespace) -> int:
         ([f"sweep.out_dir={args.out}"] if args.out else []) + \
         ([f"sweep.harbor={msgspec.json.encode(harbor).decode()}"] if harbor else []) + \
         ([f"sweep.loca.checkout={msgspec.json.encode(str(Path(args.loca).expanduser().resolve())).decode()}"]
-         if args.loca else [])
+         if args.loca else []) + \
+        ([f"sweep.toolathlon.checkout={msgspec.json.encode(str(Path(args.toolathlon).expanduser().resolve())).decode()}"]
+         if args.toolathlon else []) + \
+        ([f"sweep.mcpmark.checkout={msgspec.json.encode(str(Path(args.mcpmark).expanduser().resolve())).decode()}"]
+         if args.mcpmark else [])
     try:
         cfg, st = load_sections(args.config, [*args.overrides, *extra], "sweep", SweepSettings)
         validate(st)

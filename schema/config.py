@@ -331,6 +331,29 @@ class LocaSweep(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     node_dir: str = ""  # with `python`: a folder whose node_modules/ holds LOCA's npm servers
 
 
+class ToolathlonSweep(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """`sweep.toolathlon`: Toolathlon's local-only tasks in a sweep (envs/benchmarks/toolathlon/), at
+    the one scale "toolathlon". The checkout is the user's own clone, after Toolathlon's own setup step
+    that makes configs/global_configs.py."""
+
+    checkout: str
+    tasks: list[str] = []  # task folder names under tasks/finalpool/; [] = every local-only task
+    python: str = ""  # as sweep.loca.python, for Toolathlon's environment
+    node_dir: str = ""
+
+
+class MCPMarkSweep(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """`sweep.mcpmark`: MCPMark's filesystem tasks (envs/benchmarks/mcpmark/) at the one scale "mcpmark",
+    from a local data cache: ProgAgent never downloads MCPMark's data."""
+
+    checkout: str
+    data_dir: str  # the unzipped categories (MCPMark's $FILESYSTEM_TEST_ROOT, e.g. <checkout>/test_environments)
+    tasks: list[str] = []  # MCPMark task names ([easy:]<category>__<task>); [] = every cached task of `suite`
+    suite: str = "standard"
+    python: str = ""  # as sweep.loca.python
+    node_dir: str = ""
+
+
 class SweepSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """The `sweep:` section of a config (the `eval:` section is training's before/after evaluation)."""
 
@@ -345,6 +368,10 @@ class SweepSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     harbor: list[str] = []
     #: LOCA-bench (None = none): its presets are scales of their own, beside the library's
     loca: LocaSweep | None = None
+    #: Toolathlon's local-only tasks (None = none), at scale "toolathlon"
+    toolathlon: ToolathlonSweep | None = None
+    #: MCPMark's filesystem tasks from a local data cache (None = none), at scale "mcpmark"
+    mcpmark: MCPMarkSweep | None = None
 
 
 class FilterSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):

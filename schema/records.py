@@ -176,7 +176,53 @@ class LocaRef(msgspec.Struct, frozen=True, tag="loca"):
         return self.preset
 
 
-EnvRef = TaskRef | HarborRef | LocaRef
+#: Trajectory.scale of a Toolathlon task (Toolathlon has one environment size)
+TOOLATHLON_SCALE = "toolathlon"
+
+
+class ToolathlonRef(msgspec.Struct, frozen=True, tag="toolathlon"):
+    """A local-only Toolathlon task (envs/benchmarks/toolathlon/): the user's checkout and the task's
+    folder name under tasks/finalpool/; `python` and `node_dir` as in LocaRef (Toolathlon's environment)."""
+
+    checkout: str
+    task: str
+    python: str
+    node_dir: str = ""
+
+    @property
+    def task_id(self) -> str:
+        return self.task
+
+    @property
+    def scale(self) -> str:
+        return TOOLATHLON_SCALE
+
+
+#: Trajectory.scale of an MCPMark task
+MCPMARK_SCALE = "mcpmark"
+
+
+class MCPMarkRef(msgspec.Struct, frozen=True, tag="mcpmark"):
+    """An MCPMark filesystem task (envs/benchmarks/mcpmark/): the user's checkout, their local data cache
+    (the unzipped categories), MCPMark's task name ([easy:]<category>__<task>); `python`, `node_dir`
+    as in LocaRef."""
+
+    checkout: str
+    data_dir: str
+    task: str
+    python: str
+    node_dir: str = ""
+
+    @property
+    def task_id(self) -> str:
+        return self.task
+
+    @property
+    def scale(self) -> str:
+        return MCPMARK_SCALE
+
+
+EnvRef = TaskRef | HarborRef | LocaRef | ToolathlonRef | MCPMarkRef
 
 
 #: who writes the model's turns of an episode (EpisodeRequest.driver)

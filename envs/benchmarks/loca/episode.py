@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from envs.benchmarks.loca.checkout import LocaCheckout, LocaError
-from envs.benchmarks.loca.environment import node_bin
+from envs.benchmarks.commands import server_command
 from envs.benchmarks.process import JsonLineProcess, ProcessFailed
 from envs.benchmarks.sandbox import interpreter, sandbox_options, sandboxed
 from envs.episode_env import EnvLimits
@@ -62,45 +62,6 @@ JUDGE_TIMEOUT_S = 600.0
 #: memory of LOCA's generator/evaluator process and of each of its servers
 DRIVER_MEMORY_BYTES = 4 * 2**30
 SERVER_MEMORY_BYTES = 2 * 2**30
-
-
-def server_command(name: str, cfg: dict[str, Any], python: str, node_dir: str) -> list[str]:
-    """The command of one of LOCA's server configs, as installed here (module docstring, step 2).
-    LocaError names a server whose program is not installed."""
-    cmd, args = cfg.get("command"), [str(a) for a in cfg.get("args") or []]
-    bin_dir = Path(python).parent
-    if not isinstance(cmd, str) or not cmd:
-        raise LocaError(f"server {name!r}: no command in {cfg!r}")
-    if cmd in ("python", "python3") or cmd.startswith("python3."):
-        return [python, *args]
-    if cmd == "uv":
-        rest = args[args.index("run") + 1:] if "run" in args else []
-        if rest and rest[0] in ("python", "python3"):
-            return [python, *rest[1:]]
-        raise LocaError(f"server {name!r}: `uv {' '.join(args)}` is not `uv … run python SCRIPT`")
-    if cmd in ("npx", "npm"):
-        rest = [a for a in args if a not in ("-y", "--yes", "exec")]
-        if not rest:
-            raise LocaError(f"server {name!r}: `{cmd}` without a package")
-        exe = node_bin(node_dir, rest[0]) if node_dir else None
-        if exe is None:
-            raise LocaError(f"server {name!r}: npm package {rest[0]} is not installed under {node_dir or '(no node_dir)'}")
-        return [str(exe), *rest[1:]]
-    if cmd == "uvx":
-        rest = [a for a in args if not a.startswith("-")]
-        if not rest:
-            raise LocaError(f"server {name!r}: `uvx` without a package")
-        pkg, after = rest[0], args[args.index(rest[0]) + 1:]
-        exe = bin_dir / pkg.split("@")[0].split("==")[0]
-        if not exe.exists():
-            raise LocaError(f"server {name!r}: {exe.name} is not installed in LOCA's environment ({bin_dir})")
-        return [str(exe), *after]
-    exe = bin_dir / cmd
-    if exe.exists():
-        return [str(exe), *args]
-    if Path(cmd).is_absolute() and Path(cmd).exists():
-        return [cmd, *args]
-    raise LocaError(f"server {name!r}: {cmd} is not installed in LOCA's environment ({bin_dir})")
 
 
 class LocaState:

@@ -1,0 +1,219 @@
+"""A local-only Toolathlon task as an episode environment (envs/episode_env.py): the second benchmark
+adapter, the same shape as LOCA-bench's (envs/benchmarks/loca/episode.py).
+
+Per episode, in a fresh folder W (under the runtime's root), as Toolathlon's own runner does it:
+
+1. The agent workspace W/state/workspace gets the task's initial_workspace/, then the task's
+   preprocess (`python -m tasks.finalpool.<task>.preprocess.main --agent_workspace WS --launch_time T`,
+   cwd = the checkout) runs in the benchmark sandbox (checkout read-only, W/state writable, no
+   network), then the memory/ and arxiv_local_storage/ folders its servers expect.
+2. The task's servers, from configs/mcp_servers/*.yaml with `${agent_workspace}` filled in, mapped to
+   Toolathlon's environment (envs/benchmarks/commands.py) and run in the same sandbox, each with its
+   `client_session_timeout_seconds` as the tool timeout; its local tools claim_done and python_execute
+   come from local_tools.py (run the same way).
+3. The prompt: Toolathlon's agent system prompt (docs/agent_system_prompt.md, its placeholders filled:
+   workspace path, launch time) with its single-turn sentence, then the task (docs/task.md).
+   The kernel sees the workspace at its host path and as /workspace.
+4. The judge: Toolathlon's evaluator (`python -m tasks.finalpool.<task>.evaluation.main --res_log_file
+   F --agent_workspace WS --groundtruth_workspace tasks/finalpool/<task>/groundtruth_workspace|None
+   --launch_time T`, cwd = the checkout), in the sandbox, within judge_timeout_s: exit 0 is a pass.
+   F is a trajectory log in Toolathlon's format holding what the evaluator reads (config with the
+   launch time, status "success", the task and the final answer as messages).
+
+Unlike LOCA, the evaluator needs only the final workspace and the launch time, so the state is shipped
+to a Judge actor like our own tasks' (a bounded snapshot of the workspace plus a small meta file).
+
+Not emulated (see the README): tool names are the servers' own (Toolathlon prefixes them
+`server-tool` and `local-tool`); the history, manage_context and overlong-output local tools are the
+runtime's own bounded output instead; multi-turn user simulation; `status` other than "success"
+(Toolathlon skips the evaluator when its agent hit its turn limit; here it always runs).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import json
+import shutil
+import tempfile
+import uuid
+from pathlib import Path
+from typing import Any
+
+from envs.benchmarks.commands import server_command
+from envs.benchmarks.process import run_once
+from envs.benchmarks.sandbox import interpreter, sandbox_options, sandboxed
+from envs.benchmarks.toolathlon.checkout import PROVIDED_TOOLS, ToolathlonCheckout, ToolathlonError
+from envs.episode_env import EnvLimits, StateRefused, restore, snapshot
+from envs.runtime import untrusted_fs
+from envs.runtime.episode import Episode, EpisodeState, Runtime
+from envs.runtime.sandbox import BWRAP_ENV
+from envs.runtime.upstream import Upstream, UpstreamSpec
+from schema.records import ToolathlonRef, Verdict
+
+LOCAL_TOOLS = Path(__file__).with_name("local_tools.py")
+PREPROCESS_TIMEOUT_S = 300.0
+JUDGE_TIMEOUT_S = 600.0
+PROCESS_MEMORY_BYTES = 4 * 2**30
+SERVER_MEMORY_BYTES = 2 * 2**30
+#: appended to the agent system prompt in Toolathlon's single-turn mode (its default)
+SINGLE_TURN = ("\nPlease complete the given task independently. Do not seek confirmation or additional feedback "
+               "from the user. You should handle all situations on your own, as the user will not provide any "
+               "further information.")
+META = "progagent-episode.json"
+
+
+def launch_time_now() -> str:
+    return datetime.datetime.now().strftime("%Y-%m-%d %H:%M:%S %A")
+
+
+class ToolathlonTaskEnv:
+    judged_in_place = False  # the evaluator needs the workspace and the launch time only: shipped
+
+    def __init__(self, ref: ToolathlonRef, judge_timeout_s: float | None = None):
+        self.ref = ref
+        self.checkout = ToolathlonCheckout(ref.checkout)
+        self.task = self.checkout.task(ref.task)
+        problems = self.checkout.local_problems(self.task)
+        if problems:
+            raise ToolathlonError(f"{ref.task} is not local-only: {', '.join(problems)}")
+        self.dir = self.checkout.task_dir(ref.task)
+        self.interp = interpreter(ref.python)
+        self.instruction = ""
+        self.limits = EnvLimits()
+        self.judge_timeout_s = judge_timeout_s or JUDGE_TIMEOUT_S
+        self._open: dict[str, tuple[Path, str]] = {}  # episode env_root -> (its work folder, launch time)
+
+    def _options(self, state_root: Path, cwd: Path) -> list[str]:
+        read_only = [self.checkout.path, LOCAL_TOOLS] + ([Path(self.ref.node_dir)] if self.ref.node_dir else [])
+        return sandbox_options(self.interp, read_only=read_only, writable=[state_root], cwd=cwd)
+
+    def prompt(self, workspace: Path, launch_time: str) -> str:
+        system = (self.dir / "docs" / "agent_system_prompt.md").read_text(encoding="utf-8", errors="replace")
+        for key, value in (("workspace_dir_rela", str(workspace)), ("workspace_dir", str(workspace)),
+                           ("current_working_dir", str(self.checkout.path)), ("time", launch_time)):
+            system = system.replace(f"!!<<<<||||{key}||||>>>>!!", value)
+        task = (self.dir / "docs" / "task.md").read_text(encoding="utf-8", errors="replace")
+        return f"{system}{SINGLE_TURN}\n\n{task}"
+
+    def prepare(self, work: Path, launch_time: str, limits: Any) -> Path:
+        """The workspace, as Toolathlon's runner leaves it before its servers start (step 1)."""
+        state_root, scratch, logs = work / "state", work / "scratch", work / "logs"
+        ws = state_root / "workspace"
+        for d in (ws, scratch, logs):
+            d.mkdir(parents=True, exist_ok=True)
+        initial = self.dir / "initial_workspace"
+        if initial.is_dir():
+            shutil.copytree(initial, ws, symlinks=True, dirs_exist_ok=True)
+            for p in ws.rglob("*"):  # the benchmark's files: a link out of the workspace is refused
+                if p.is_symlink() and not p.resolve().is_relative_to(ws.resolve()):
+                    raise ToolathlonError(f"{self.ref.task}: initial_workspace/{p.relative_to(ws)} links outside it")
+        if self.task.has_preprocess:
+            argv = sandboxed(self._options(state_root, self.checkout.path),
+                             [self.interp.python, "-m", f"tasks.finalpool.{self.ref.task}.preprocess.main",
+                              "--agent_workspace", str(ws), "--launch_time", launch_time], scratch)
+            run = run_once(argv, timeout_s=PREPROCESS_TIMEOUT_S, log_file=logs / "preprocess.log", limits=limits,
+                           memory_bytes=PROCESS_MEMORY_BYTES, name="toolathlon-preprocess")
+            if run.exit_code != 0:
+                how = "timed out" if run.timed_out else f"exit code {run.exit_code}"
+                raise ToolathlonError(f"{self.ref.task}: its preprocess failed ({how}):\n{run.output_tail[-3000:]}")
+        for sub in ("memory", "arxiv_local_storage"):
+            (ws / sub).mkdir(exist_ok=True)
+        return ws
+
+    def upstreams(self, work: Path, ws: Path, limits: Any) -> list[Upstream]:
+        state_root, scratch, logs = work / "state", work / "scratch", work / "logs"
+        ups = []
+        for name, cfg in self.checkout.server_configs(self.task, ws).items():
+            command = server_command(name, cfg, self.interp.python, self.ref.node_dir)
+            cwd = Path(cfg["cwd"]) if cfg.get("cwd") else self.checkout.path
+            env = {str(k): str(v) for k, v in cfg["env"].items()}
+            options = self._options(state_root, cwd)
+            if env:
+                options = options + [a for k, v in env.items() for a in ("--setenv", k, v)]
+            ups.append(Upstream(UpstreamSpec(name, command=sandboxed(options, command, scratch), env=BWRAP_ENV,
+                                             timeout_s=cfg["timeout_s"]), limits=limits,
+                                memory_bytes=SERVER_MEMORY_BYTES, errlog=logs / f"upstream-{name}.log"))
+        wanted = [t for t in self.task.local_tools if t in PROVIDED_TOOLS]
+        if wanted:
+            argv = sandboxed(self._options(state_root, ws), [self.interp.python, str(LOCAL_TOOLS), str(ws), *wanted],
+                             scratch)
+            ups.append(Upstream(UpstreamSpec("local", command=argv, env=BWRAP_ENV, timeout_s=130.0), limits=limits,
+                                memory_bytes=SERVER_MEMORY_BYTES, errlog=logs / "upstream-local.log"))
+        return ups
+
+    async def open(self, runtime: Runtime) -> Episode:
+        work = Path(runtime.root) / f"toolathlon-{uuid.uuid4().hex[:12]}"
+        launch_time = launch_time_now()
+        try:
+            ws = await asyncio.to_thread(self.prepare, work, launch_time, runtime.limits)
+            self.instruction = self.prompt(ws, launch_time)
+            episode = await runtime.open_episode(self.upstreams(work, ws, runtime.limits), workspace=ws.resolve(),
+                                                 binds=[f"{ws.resolve()}:rw"])
+        except BaseException:
+            await asyncio.to_thread(untrusted_fs.remove_tree, work)
+            raise
+        key = episode.final_state().env_root
+        self._open[key] = (work, launch_time)
+
+        async def forget() -> None:
+            self._open.pop(key, None)
+            await asyncio.to_thread(untrusted_fs.remove_tree, work)
+
+        episode.on_close(forget)
+        return episode
+
+    def evaluate(self, state_root: Path, launch_time: str, answer: str, limits: Any = None) -> Verdict:
+        """Toolathlon's evaluator on the workspace under `state_root` (module docstring, step 4)."""
+        ws = state_root / "workspace"
+        scratch = Path(tempfile.mkdtemp(prefix="toolathlon-eval-"))
+        try:
+            log = state_root / "traj_log.json"
+            task_md = (self.dir / "docs" / "task.md").read_text(encoding="utf-8", errors="replace")
+            log.write_text(json.dumps({
+                "config": {"task_dir": f"finalpool/{self.ref.task}", "id": f"finalpool-{self.ref.task}",
+                           "needed_mcp_servers": self.task.servers, "needed_local_tools": self.task.local_tools,
+                           "agent_workspace": str(ws), "launch_time": launch_time, "task_str": task_md},
+                "status": "success",
+                "messages": [{"role": "user", "content": task_md}, {"role": "assistant", "content": answer}]}))
+            gt = f"tasks/finalpool/{self.ref.task}/groundtruth_workspace" if self.task.has_groundtruth else "None"
+            argv = sandboxed(self._options(state_root, self.checkout.path),
+                             [self.interp.python, "-m", f"tasks.finalpool.{self.ref.task}.evaluation.main",
+                              "--res_log_file", str(log), "--agent_workspace", str(ws), "--groundtruth_workspace", gt,
+                              "--launch_time", launch_time], scratch)
+            run = run_once(argv, timeout_s=self.judge_timeout_s, log_file=scratch / "evaluation.log", limits=limits,
+                           memory_bytes=PROCESS_MEMORY_BYTES, name="toolathlon-evaluation")
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+        if run.timed_out:
+            return Verdict.failed(f"Toolathlon's evaluator did not finish within {self.judge_timeout_s:.0f} s")
+        broken = next((m for m in ("ModuleNotFoundError", "ImportError", "SyntaxError") if m in run.output_tail), None)
+        if run.exit_code != 0 and broken:  # the evaluator could not run: the environment's fault, not the model's
+            return Verdict.failed(f"Toolathlon's evaluator could not run ({broken}): {run.output_tail[-1500:]}")
+        passed = run.exit_code == 0
+        return Verdict(criteria={"toolathlon_evaluator": passed}, reward=float(passed), score=float(passed))
+
+    def judge(self, state: EpisodeState | str | Path, answer: str) -> Verdict:
+        key = state.env_root if isinstance(state, EpisodeState) else str(state)
+        if key not in self._open:
+            return Verdict.failed(f"{self.ref.task}: not an open episode of this environment")
+        work, launch_time = self._open[key]
+        return self.evaluate(work / "state", launch_time, answer)
+
+    def snapshot(self, state: EpisodeState) -> bytes:
+        work, launch_time = self._open[state.env_root]
+        meta = work / "meta"
+        meta.mkdir(exist_ok=True)
+        (meta / META).write_text(json.dumps({"launch_time": launch_time}))
+        return snapshot([(work / "state" / "workspace", "workspace"), (meta, "meta")])
+
+    def judge_shipped(self, state: bytes, answer: str) -> Verdict:
+        try:
+            with tempfile.TemporaryDirectory(prefix="toolathlon-judge-") as tmp:
+                root = restore(state, Path(tmp) / "state")
+                launch_time = json.loads((root / "meta" / META).read_text())["launch_time"]
+                return self.evaluate(root, str(launch_time), answer)
+        except StateRefused as exc:
+            return Verdict.failed(str(exc))
+        except Exception as exc:  # noqa: BLE001 - a state that does not restore is a recorded verifier error
+            return Verdict.failed(f"the shipped workspace could not be judged: {type(exc).__name__}: {exc}")

@@ -1,0 +1,101 @@
+"""Toolathlon's local-only tasks as an evaluation source (envs/benchmarks/toolathlon/), on a miniature
+checkout in Toolathlon's format (tests/fixtures/toolathlon_checkout: ours, not Toolathlon's code).
+
+It runs in this project's Python (`ToolathlonRef.python`; the real adapter makes Toolathlon's own 3.12
+environment) with the npm filesystem server scripts/install.sh installs. Real: the preprocess and the
+evaluator as modules of the checkout in the benchmark sandbox, the servers, the kernel, the snapshot
+shipped to a judge's restore.
+"""
+
+import asyncio
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from envs.benchmarks.toolathlon.checkout import ToolathlonCheckout, ToolathlonError
+from envs.benchmarks.toolathlon.episode import SINGLE_TURN, ToolathlonTaskEnv
+from envs.runtime.episode import Runtime
+from schema.config import RuntimeConfig
+from schema.records import ToolathlonRef
+from tests.conftest import NPM_FS, ROOT
+
+CHECKOUT = ROOT / "tests" / "fixtures" / "toolathlon_checkout"
+NODE_DIR = ROOT / ".mcp-servers"
+needs_npm = pytest.mark.skipif(not NPM_FS.exists(), reason="npm filesystem server not installed (scripts/install.sh)")
+
+
+def ref(task: str = "csv-totals") -> ToolathlonRef:
+    return ToolathlonRef(str(CHECKOUT), task, sys.executable, str(NODE_DIR))
+
+
+def test_checkout_lists_local_only_tasks_and_says_why_others_are_not(tmp_path):
+    co = ToolathlonCheckout(CHECKOUT)
+    assert [t.name for t in co.tasks()] == ["csv-totals"]
+    with pytest.raises(ToolathlonError, match="needs-email.*server emails needs an account.*web_search is not provided"):
+        co.tasks(["needs-email"])
+    with pytest.raises(ToolathlonError, match="no Toolathlon task 'nope'"):
+        co.task("nope")
+    with pytest.raises(ToolathlonError, match=r"no Toolathlon task '\.\./x'"):
+        co.task("../x")
+    with pytest.raises(ToolathlonError, match=r"emails: \$\{token.emails_password\} is not available offline"):
+        co.server_configs(co.task("needs-email"), tmp_path)
+    servers = co.server_configs(co.task("csv-totals"), tmp_path / "ws")
+    assert servers["filesystem"]["args"][-1] == str(tmp_path / "ws") and servers["filesystem"]["timeout_s"] == 300
+    # Toolathlon's own setup makes configs/global_configs.py; a checkout without it is refused with that step
+    bare = tmp_path / "tl"
+    shutil.copytree(CHECKOUT, bare)
+    (bare / "configs" / "global_configs.py").unlink()
+    with pytest.raises(ToolathlonError, match="cp configs/global_configs_example.py configs/global_configs.py"):
+        ToolathlonCheckout(bare)
+
+
+SOLVE = """
+import csv, glob
+total = sum(int(r["amount"]) for f in sorted(glob.glob("sales/*.csv")) for r in csv.DictReader(open(f)))
+tools["write_file"](path=WS + "/total.txt", content=str(total))
+print("total", total)
+"""
+
+
+@needs_npm
+async def test_an_episode_runs_toolathlons_preprocess_servers_and_evaluator(tmp_path):
+    async with Runtime(RuntimeConfig(warm_pool=0)) as runtime:
+        env = ToolathlonTaskEnv(ref())
+        ep = await env.open(runtime)
+        ws = next(Path(runtime.root).glob("toolathlon-*")) / "state" / "workspace"
+        # the prompt: the agent system prompt with its placeholders filled, single-turn mode, the task
+        assert f"Accessible workspace directory: {ws}" in env.instruction and "!!<<<<" not in env.instruction
+        assert SINGLE_TURN.strip() in env.instruction and env.instruction.rstrip().endswith("total.txt in the workspace.")
+        names = {t["name"] for t in ep.tools()}
+        assert {"read_text_file", "write_file", "claim_done", "python_execute"} <= names
+        # the preprocess ran in the benchmark sandbox: q2 unpacked
+        r = await ep.run_program("import os\nprint(sorted(os.listdir('sales')), os.path.exists('q2.json.gz.src'))")
+        assert "['q1.csv', 'q2.csv'] False" in r.text, r.text
+        # Toolathlon's python_execute runs in the workspace, sandboxed: the checkout is read-only
+        r = await ep.call_tool("python_execute", {"code": f"open('{CHECKOUT}/pwned', 'w')"})
+        assert "Read-only file system" in r.text and not (CHECKOUT / "pwned").exists()
+        r = await ep.run_program(f"WS = {str(ws)!r}\n" + SOLVE)
+        assert "total 49" in r.text, r.text
+        await ep.stop()
+        verdict = await asyncio.to_thread(env.judge, ep.final_state(), "49")
+        assert verdict.reward == 1.0 and verdict.criteria == {"toolathlon_evaluator": True}, verdict
+        # shipped to a judge elsewhere: the bounded snapshot, restored, judged by the same evaluator
+        data = await asyncio.to_thread(env.snapshot, ep.final_state())
+        await ep.close()
+        assert not ws.exists()
+        shipped = await asyncio.to_thread(ToolathlonTaskEnv(ref()).judge_shipped, data, "49")
+        assert shipped.reward == 1.0 and shipped.error is None, shipped
+
+        env = ToolathlonTaskEnv(ref())
+        ep = await env.open(runtime)
+        await ep.stop()
+        verdict = await asyncio.to_thread(env.judge, ep.final_state(), "")
+        assert verdict.reward == 0.0 and verdict.error is None and verdict.criteria == {"toolathlon_evaluator": False}
+        await ep.close()
+
+
+def test_a_task_that_is_not_local_is_refused_before_anything_runs():
+    with pytest.raises(ToolathlonError, match="needs-email is not local-only"):
+        ToolathlonTaskEnv(ref("needs-email"))
