@@ -12,6 +12,10 @@ three rules (envs/runtime/upstream.py):
 
 false_positives: data called an error (a program gets ToolError for a file it could read);
 false_negatives: a failure returned as a value (a program fails later, confused).
+
+With `--loca CHECKOUT` (and LOCA's environment made: envs/benchmarks/environment.py) the corpus also
+holds calls to LOCA-bench's own servers (canvas, email, excel, filesystem, python_execute, memory) on a
+state its generator made (CanvasArrangeExamS2LEnv, preset 8k), run through the LOCA adapter.
 """
 
 from __future__ import annotations
@@ -75,7 +79,70 @@ def cases(data: Path, repo: Path) -> list[tuple[str, dict[str, Any], bool]]:
     return out
 
 
-async def measure() -> dict[str, Any]:
+def loca_cases(ws: str, email_id: str) -> list[tuple[str, dict[str, Any], bool]]:
+    return [
+        ("canvas_list_courses", {}, False),
+        ("canvas_get_course", {"course_id": 1}, False),
+        ("canvas_get_course", {"course_id": 99999}, True),
+        ("canvas_list_assignments", {"course_id": 1}, False),
+        # LOCA's canvas answers an unknown course's assignments with an empty list: data, as it says it
+        ("canvas_list_assignments", {"course_id": 99999}, False),
+        ("get_emails", {}, False),
+        ("read_email", {"email_id": email_id}, False),
+        ("read_email", {"email_id": "nope"}, True),
+        ("search_emails", {"query": "exam"}, False),
+        ("search_emails", {"query": "zzzz-no-such-text"}, False),
+        ("get_folders", {}, False),
+        ("list_directory", {"path": ws}, False),
+        ("read_text_file", {"path": f"{ws}/no-such-file.txt"}, True),
+        ("read_data_from_excel", {"filepath": f"{ws}/no-such.xlsx", "sheet_name": "Sheet1"}, True),
+        ("python_execute", {"code": "print(6 * 7)"}, False),
+        # the memory server cannot parse the memory file this task's initial workspace ships (isError)
+        ("read_graph", {}, True),
+        ("claim_done", {}, False),
+    ]
+
+
+async def measure_loca(checkout: str) -> tuple[list[dict[str, Any]], list[str]]:
+    """The LOCA part of the corpus (module docstring): rows as measure() makes them, and the servers."""
+    from envs.benchmarks import loca
+    from envs.benchmarks.environment import ensure_environment, node_dir_of
+    from envs.benchmarks.loca.episode import LocaTaskEnv
+    from envs.runtime.episode import Runtime
+    from schema.config import RuntimeConfig
+    from schema.records import LocaRef
+
+    python = ensure_environment(loca.ENVIRONMENT, Path.home() / "progagent" / "benchmarks")
+    ref = LocaRef(str(Path(checkout).resolve()), "8k", "CanvasArrangeExamS2LEnv", 42, python, node_dir_of(python))
+    env = LocaTaskEnv(ref)
+    rows: list[dict[str, Any]] = []
+    async with Runtime(RuntimeConfig(warm_pool=0)) as runtime:
+        ep = await env.open(runtime)
+        try:
+            router = ep.router
+            ws = str(Path(ep.final_state().workspace).resolve())
+            _, listing = await router.call_raw("get_emails", {})
+            email_id = str((to_native(listing, None, True).value or {}).get("emails", [{}])[0].get("id", "1"))
+            rows = [await judge_call(router, tool, args, failed) for tool, args, failed in loca_cases(ws, email_id)
+                    if tool in router.catalogue]
+        finally:
+            await ep.close()
+    return rows, [f"loca:{s}" for s in env.config["mcp_servers"]]
+
+
+async def judge_call(router: Upstreams, tool: str, args: dict[str, Any], failed: bool) -> dict[str, Any]:
+    try:
+        info, raw = await router.call_raw(tool, args)
+    except Exception as exc:  # noqa: BLE001 - a protocol-level error: a failure, not judged by text
+        return {"tool": tool, "failed": failed, "protocol_error": str(exc)[:120]}
+    text = result_text(raw)
+    ours = not to_native(raw, info, True).ok
+    return {"tool": tool, "args": args, "failed": failed, "is_error": bool(raw.is_error),
+            "structured": raw.structured_content is not None, "text": text[:100],
+            "rule": ours, "isError": bool(raw.is_error), "all_text": bool(raw.is_error) or looks_like_error(text)}
+
+
+async def measure(loca_checkout: str | None = None) -> dict[str, Any]:
     tmp = Path(tempfile.mkdtemp(prefix="heur-"))
     try:
         data, repo = tmp / "data", tmp / "repo"
@@ -96,26 +163,20 @@ async def measure() -> dict[str, Any]:
         rows = []
         try:
             for tool, args, failed in cases(data, repo):
-                if tool not in router.catalogue:
-                    continue
-                try:
-                    info, raw = await router.call_raw(tool, args)
-                except Exception as exc:  # noqa: BLE001 - a protocol-level error: a failure, not judged by text
-                    rows.append({"tool": tool, "failed": failed, "protocol_error": str(exc)[:120]})
-                    continue
-                text = result_text(raw)
-                ours = not to_native(raw, info, True).ok
-                rows.append({"tool": tool, "args": args, "failed": failed, "is_error": bool(raw.is_error),
-                             "structured": raw.structured_content is not None, "text": text[:100],
-                             "rule": ours, "isError": bool(raw.is_error),
-                             "all_text": bool(raw.is_error) or looks_like_error(text)})
+                if tool in router.catalogue:
+                    rows.append(await judge_call(router, tool, args, failed))
         finally:
             await router.close()
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+    servers = [s.name for s in specs]
+    if loca_checkout:
+        loca_rows, loca_servers = await measure_loca(loca_checkout)
+        rows += loca_rows
+        servers += loca_servers
     judged = [r for r in rows if "rule" in r]
     report: dict[str, Any] = {"calls": len(judged), "truly_failed": sum(r["failed"] for r in judged),
-                              "servers": [s.name for s in specs], "rules": {}}
+                              "servers": servers, "rules": {}}
     for rule in ("rule", "isError", "all_text"):
         fp = [r for r in judged if r[rule] and not r["failed"]]
         fn = [r for r in judged if not r[rule] and r["failed"]]
@@ -126,4 +187,8 @@ async def measure() -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    print(json.dumps(asyncio.run(measure()), indent=2))
+    import argparse
+
+    p = argparse.ArgumentParser()
+    p.add_argument("--loca", default=None, metavar="CHECKOUT", help="add calls to LOCA-bench's servers")
+    print(json.dumps(asyncio.run(measure(p.parse_args().loca)), indent=2))

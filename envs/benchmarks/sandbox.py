@@ -32,6 +32,10 @@ import msgspec
 
 from envs.runtime.sandbox import BWRAP_ENV, isolation_argv, launch_argv, setenv_argv
 
+#: files a benchmark's programs write inside their own installation (excel-mcp-server logs next to its
+#: package): bound to /dev/null, so the installation stays read-only and the log costs no disk; the
+#: environment maker creates them (envs/benchmarks/environment.py)
+DISCARDED = ("lib/python3*/excel-mcp.log",)
 ETC_FILES = ("passwd", "group", "hosts", "nsswitch.conf", "localtime", "ssl", "ca-certificates", "mime.types")
 
 
@@ -83,6 +87,10 @@ def sandbox_options(interp: Interpreter, *, read_only: Sequence[Path], writable:
             argv += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
     for root in interp.roots():
         argv += ["--ro-bind", str(root), str(root)]
+    for pattern in DISCARDED:
+        for path in sorted(Path(interp.prefix).glob(pattern)):
+            if path.is_file() and not path.is_symlink():
+                argv += ["--dev-bind", "/dev/null", str(path)]
     for p in read_only:
         real = Path(p).resolve()
         argv += ["--ro-bind", str(real), str(real)]
@@ -98,6 +106,13 @@ def sandbox_options(interp: Interpreter, *, read_only: Sequence[Path], writable:
         "PYTHONUNBUFFERED": "1",
         "MPLBACKEND": "Agg",
         "npm_config_cache": "/tmp/.npm",
+        # servers that run code with `uv run` (LOCA's python_execute) use this environment, offline
+        "VIRTUAL_ENV": str(Path(interp.python).parent.parent),
+        "UV_PYTHON": interp.python,
+        "UV_OFFLINE": "1",
+        "UV_PYTHON_DOWNLOADS": "never",
+        "UV_CACHE_DIR": "/tmp/.uv-cache",
+        "UV_NO_CONFIG": "1",
     }
     return argv + setenv_argv(base | (env or {}))
 
