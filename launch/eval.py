@@ -54,11 +54,11 @@ from pathlib import Path
 import msgspec
 from rich.console import Console
 
-from envs.benchmarks.loca.checkout import LocaCheckout, LocaError, LocaTask
 from envs.benchmarks import loca, mcpmark, toolathlon
+from envs.benchmarks.environment import BenchmarkEnvironment, SetupError, ensure_environment, node_dir_of
+from envs.benchmarks.loca.checkout import LocaCheckout, LocaError, LocaTask
 from envs.benchmarks.mcpmark.checkout import MCPMarkCheckout, MCPMarkError
 from envs.benchmarks.toolathlon.checkout import ToolathlonCheckout, ToolathlonError
-from envs.benchmarks.environment import BenchmarkEnvironment, SetupError, ensure_environment, node_dir_of
 from envs.harbor.task import HarborTaskError, find_harbor_tasks, load_harbor_task
 from launch import eval_report as rep
 from launch.paths import home, run_root

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from envs.benchmarks.loca.checkout import LocaCheckout, LocaError
 from envs.benchmarks.commands import CommandError, server_command
+from envs.benchmarks.loca.checkout import LocaCheckout, LocaError
 from envs.benchmarks.loca.episode import LocaTaskEnv
 from envs.runtime.episode import Runtime
 from schema.config import RuntimeConfig

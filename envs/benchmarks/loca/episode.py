@@ -39,8 +39,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from envs.benchmarks.loca.checkout import LocaCheckout, LocaError
 from envs.benchmarks.commands import server_command
+from envs.benchmarks.loca.checkout import LocaCheckout, LocaError
 from envs.benchmarks.process import JsonLineProcess, ProcessFailed
 from envs.benchmarks.sandbox import interpreter, sandbox_options, sandboxed
 from envs.episode_env import EnvLimits
