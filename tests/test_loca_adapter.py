@@ -9,7 +9,6 @@ benchmark sandbox, the servers in theirs, the kernel, the episode loop.
 """
 
 import asyncio
-import json
 import sys
 from pathlib import Path
 
@@ -187,52 +186,3 @@ async def test_a_driver_that_floods_or_hangs_is_cut_off(tmp_path):
         dead.receive(30)
     dead.close()
 
-
-def sweep_script() -> list[str]:
-    """One script for every harness: a direct call (DTC's and hybrid's), then a program (PTC's and
-    hybrid's), then the answer. PTC and hybrid solve the task; DTC only lists items, so LOCA's
-    evaluator must fail it."""
-    code = "WS = tools['list_allowed_directories']()['content'].split('\\n')[1]\n" + SOLVE
-    direct = json.dumps({"name": "list_items", "arguments": {}})
-    program = json.dumps({"name": "programmatic_tool_call", "arguments": {"code": code}})
-    return [f"<tool_call>\n{direct}\n</tool_call>", f"<tool_call>\n{program}\n</tool_call>", "ANSWER: done"]
-
-
-@needs_npm
-def test_a_sweep_runs_loca_presets_as_scales_on_the_fabric(ray_session, tmp_path):
-    """`sweep.loca` on the actor fabric: env workers generate LOCA's state, run the episode and judge it
-    in place with LOCA's evaluator; presets are the scales of the tables and plots; seed and launch
-    time are in each rollout; a configuration whose generation fails is reported, not cached."""
-    import csv
-
-    from launch.eval import run_sweep
-    from launch.rollout_cache import RolloutCache
-    from launch.rollouts import outcome_settings
-    from rollout.tiny_model import build_tiny
-    from schema.config import SweepSettings
-    from schema.load import load_sections
-
-    tiny = str(build_tiny())
-    out = tmp_path / "eval"
-    overrides = ["wandb.mode=disabled", "fabric.generator.backend=replay",
-                 f"fabric.generator.script={json.dumps(sweep_script())}",
-                 "fabric.env_worker.limits={max_turns: 4, max_new_tokens: 1024, max_context_tokens: 16384}",
-                 "fabric.env_worker.runtime={warm_pool: 0, program_timeout_s: 60}", "fabric.env_worker.concurrency=3",
-                 f"sweep.out_dir={out}", f"sweep.models=[{tiny}]", "sweep.scales=[]", "sweep.samples=1",
-                 "sweep.harnesses=[dtc,ptc,hybrid]",
-                 f"sweep.loca={{checkout: {CHECKOUT}, presets: [1k, 4k], tasks: [ShelfAuditS2LEnv], seeds: [1], "
-                 f"python: {sys.executable}, node_dir: {NODE_DIR}}}"]
-    cfg, st = load_sections(ROOT / "configs" / "local.yaml", overrides, "sweep", SweepSettings)
-    run_sweep(cfg, st)
-    cache = RolloutCache(out / "rollouts.jsonl", outcome_settings(cfg))
-    rec = {(r.harness, r.scale): r for r in cache}
-    assert sorted(rec) == [(h, p) for h in ("dtc", "hybrid", "ptc") for p in ("1k", "4k")]
-    for (harness, preset), r in rec.items():
-        assert r.task == "ShelfAuditS2LEnv.s1" and r.verifier_error is None, r
-        assert r.reward == (0.0 if harness == "dtc" else 1.0), (harness, preset, r)
-        assert r.metrics["state_seed"] == 1.0 and r.metrics["launch_time"] > 1.7e9
-    rows = list(csv.DictReader((out / "results_by_scale.csv").open()))
-    assert {(r["harness"], r["scale"]) for r in rows} == set(rec)
-    summary = json.loads((out / "summary.json").read_text())
-    assert summary["stats"]["failed"] == [] and len(summary["loca"]) == 2
-    assert "| model | harness | 1k | 4k |" in (out / "report.md").read_text()

@@ -68,3 +68,26 @@ async def test_an_episode_on_a_working_copy_judged_by_verify_py(cache):
         verdict = await asyncio.to_thread(env.judge, ep.final_state(), "")
         assert verdict.reward == 0.0 and verdict.error is None
         await ep.close()
+
+
+@needs_npm
+async def test_a_link_out_of_the_cached_data_is_refused_and_a_planted_link_is_not_shipped(cache):
+    """The cache is the user's, the working copy the model's: neither may make the host read elsewhere."""
+    ref = MCPMarkRef(str(CHECKOUT), str(cache), "notes__newest_file", sys.executable, str(NODE_DIR))
+    async with Runtime(RuntimeConfig(warm_pool=0)) as runtime:
+        (cache / "notes" / "passwd.txt").symlink_to("/etc/passwd")
+        with pytest.raises(ValueError, match="passwd.txt in the data cache links outside it"):
+            await MCPMarkTaskEnv(ref).open(runtime)
+        (cache / "notes" / "passwd.txt").unlink()
+        env = MCPMarkTaskEnv(ref)
+        ep = await env.open(runtime)
+        r = await ep.run_program("import os\nos.symlink('/etc/shadow', 'answer.txt')\nprint('planted')")
+        assert "planted" in r.text
+        await ep.stop()
+        verdict = await asyncio.to_thread(env.judge, ep.final_state(), "")
+        assert verdict.reward == 0.0  # verify.py runs in the sandbox: the link leads nowhere readable
+        from envs.episode_env import StateRefused
+
+        with pytest.raises(StateRefused):
+            env.snapshot(ep.final_state())
+        await ep.close()

@@ -42,6 +42,7 @@ from pathlib import Path
 
 import msgspec
 
+from envs.benchmarks.process import tail
 from envs.episode_env import EnvLimits, StateRefused, restore, snapshot
 from envs.harbor.task import HarborTask, resolve_host_env
 from envs.runtime import untrusted_fs
@@ -155,23 +156,13 @@ def run_script(task: HarborTask, tree: Path, script: str, *, binds: Sequence[tup
                 proc.wait()
     finally:
         limits.release()
-    text = _tail(log_file, 64 * 1024)
+    text = tail(log_file, 64 * 1024)
     return ScriptRun(exit_code=code, timed_out=timed_out, duration_s=time.perf_counter() - t0,
                      output_tail="\n".join(text.splitlines()[-40:])[-4000:])
 
 
 #: the most a reward file may hold (test.sh is the task's code: its files are read without following links)
 MAX_REWARD_BYTES = 1 << 20
-
-
-def _tail(path: Path, n: int) -> str:
-    """The last `n` bytes of a log the script wrote (it may have written gigabytes)."""
-    try:
-        with open(path, "rb") as f:
-            f.seek(max(0, os.fstat(f.fileno()).st_size - n))
-            return f.read(n).decode("utf-8", "replace")
-    except FileNotFoundError:
-        return ""
 
 
 def read_rewards(verifier_dir: Path) -> dict[str, float]:
