@@ -23,7 +23,7 @@ from envs.harbor.task import HarborTask, HarborTaskError, find_harbor_tasks, loa
 console = Console()
 
 
-def _load(sources: list[str]) -> tuple[list[HarborTask], dict[str, str]]:
+def _load(sources: list[str], strict: bool = True) -> tuple[list[HarborTask], dict[str, str]]:
     tasks, errors = [], {}
     for src in sources:
         try:
@@ -33,7 +33,7 @@ def _load(sources: list[str]) -> tuple[list[HarborTask], dict[str, str]]:
             continue
         for folder in folders:
             try:
-                tasks.append(load_harbor_task(folder))
+                tasks.append(load_harbor_task(folder, strict=strict))
             except HarborTaskError as exc:
                 errors[str(folder)] = str(exc)
     for name, err in errors.items():
@@ -44,15 +44,16 @@ def _load(sources: list[str]) -> tuple[list[HarborTask], dict[str, str]]:
 def cmd_check(args: argparse.Namespace) -> int:
     from envs.harbor.episode import check
 
-    tasks, errors = _load(args.sources)
+    tasks, errors = _load(args.sources, strict=False)  # a task that cannot run is reported with why
     reports = []
     for task in tasks:
         t0 = time.perf_counter()
         report = check(task)
         reports.append(report)
         mark = "[green]ok[/]" if report.ok else "[red]FAIL[/]"
-        oracle = report.oracle.verdict.score if report.oracle else float("nan")
-        console.print(f"{mark} {task.id:<40} oracle {oracle:.2f}  untouched {report.nop.verdict.score:.2f}  "
+        oracle = f"{report.oracle.verdict.score:.2f}" if report.oracle else "-"
+        untouched = f"{report.nop.verdict.score:.2f}" if report.nop else "-"
+        console.print(f"{mark} {task.id:<40} oracle {oracle}  untouched {untouched}  "
                       f"[{time.perf_counter() - t0:.1f}s]")
         if report.error:
             console.print(f"    [red]-[/] {report.error}")

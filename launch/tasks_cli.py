@@ -94,7 +94,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 def cmd_export(args: argparse.Namespace) -> int:
     from envs.harbor.export import export_harbor
 
-    out = export_harbor(_task(args.task, args.root), args.scale, args.out)
+    out = export_harbor(_task(args.task, args.root), args.scale, args.out, args.verifier)
     console.print(f"Harbor task written to {out}")
     return 0
 
@@ -140,6 +140,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     p = sub.add_parser("export-harbor", help="write a task at one scale as a Harbor task")
     p.add_argument("task")
     p.add_argument("--scale", choices=SCALES, required=True)
+    p.add_argument("--verifier", choices=("separate", "shared"), default="separate",
+                   help="separate: the verifier runs in its own container, given the final state as artifacts "
+                   "(Harbor's recommendation, `harbor lint` clean); shared: in the agent's container")
     p.add_argument("out")
     p.set_defaults(tasks_run=cmd_export)
     p = sub.add_parser("context-report", help="DTC vs PTC context tokens of the oracles, per task and scale")

@@ -133,18 +133,28 @@ async def test_fixture_task_through_dtc(runtime, renderer):
 
 # ---- the verifier's output, and broken tasks ----
 
-def test_reward_files_and_verifier_errors(tmp_path):
+def test_reward_files_are_read_as_harbor_reads_them(tmp_path):
     (tmp_path / "reward.txt").write_text("0.5\n")
     assert read_rewards(tmp_path) == {"reward": 0.5}
-    half = verdict_from_rewards({"reward": 0.5})
-    assert half.reward == 0.0 and half.score == 0.5
+    half = verdict_from_rewards({"reward": 0.5})  # partial credit is the task author's: kept
+    assert half.reward == 0.5 and half.score == 0.5 and half.criteria == {"reward": False}
+    # reward.json wins over reward.txt; any flat object of numbers; true counts as 1
     (tmp_path / "reward.json").write_text('{"reward": 1, "criterion_a": 1, "criterion_b": 0.0, "flag": true}')
-    assert read_rewards(tmp_path) == {"reward": 1.0, "criterion_a": 1.0, "criterion_b": 0.0}
+    assert read_rewards(tmp_path) == {"reward": 1.0, "criterion_a": 1.0, "criterion_b": 0.0, "flag": 1.0}
     assert verdict_from_rewards(read_rewards(tmp_path)).criteria == {"a": True, "b": False}
-    (tmp_path / "reward.json").write_text('{"tests_passed": 3, "tests_total": 4}')
-    assert read_rewards(tmp_path)["reward"] == 0.5  # no "reward" entry: reward.txt supplies it
-    (tmp_path / "reward.txt").unlink()
-    with pytest.raises(ValueError, match=r"reward.json: no 'reward' entry"):
+    (tmp_path / "reward.json").write_text('{"correctness": 1, "performance": 0}')
+    multi = verdict_from_rewards(read_rewards(tmp_path))  # no "reward": the mean of the dimensions
+    assert multi.reward == 0.5 and multi.criteria == {"correctness": True, "performance": False}
+    (tmp_path / "reward.json").write_text('{"tests_passed": 0.75}')
+    assert verdict_from_rewards(read_rewards(tmp_path)).reward == 0.75  # the only entry
+    for bad, why in (('{"reward": "1"}', "not a finite number"), ('{"reward": NaN}', "not a finite number"),
+                     ("[1]", "must be a JSON object"), ("", "empty"), ("{", "invalid JSON")):
+        (tmp_path / "reward.json").write_text(bad)
+        with pytest.raises(ValueError, match=why):
+            read_rewards(tmp_path)
+    (tmp_path / "reward.json").unlink()
+    (tmp_path / "reward.txt").write_text("inf")
+    with pytest.raises(ValueError, match="not a finite number"):
         read_rewards(tmp_path)
 
 
@@ -169,8 +179,13 @@ def test_test_sh_without_reward_is_a_recorded_error(tmp_path):
      r"task\.toml: Expected `float`, got `str` - at `\$\.verifier\.timeout_sec`"),
     (lambda d: (d / "task.toml").write_text("[[environment.mcp_servers]]\nname = 'x'\ntransport = 'stdio'\n"),
      r"task\.toml: environment\.mcp_servers\[0\] \('x'\): transport 'stdio' needs a command"),
-    (lambda d: (d / "task.toml").write_text("[[environment.mcp_servers]]\nname = 'x'\nurl = 'http://mcp:8000/sse'\n"),
-     r"task\.toml: .*transport 'sse' \(a sidecar container\) is not supported"),
+    (lambda d: (d / "task.toml").write_text("[[environment.mcp_servers]]\nname = 'x'\ntransport = 'stdio'\n"
+                                                "command = 'srv'\nheaders = {A = 'b'}\n"),
+         r"task\.toml: environment\.mcp_servers\[0\] \('x'\): headers are for HTTP transports only"),
+        (lambda d: (d / "task.toml").write_text("[environment]\nnetwork_mode = 'sometimes'\n"),
+         r"task\.toml: environment\.network_mode 'sometimes'"),
+        (lambda d: (d / "task.toml").write_text("[progagent]\nworkdir = '/app'\n[metadata.progagent]\nworkdir = '/app'\n"),
+         r"both \[progagent\] and \[metadata\.progagent\]"),
     (lambda d: (d / "environment" / "Dockerfile").write_text("FROM x\nWORKDIR /app\nCOPY nowhere/ /app/\n"),
      r"Dockerfile:3: COPY source 'nowhere/' does not exist"),
     (lambda d: (d / "environment" / "Dockerfile").write_text("FROM x\nCOPY data/ /usr/local/data/\n"),

@@ -15,19 +15,21 @@ kernel's sandbox, like our own task servers); url servers are connected as given
 /workspace stays empty: the model reaches the environment through the task's MCP servers only.
 
 Verification, as Harbor does it: the model's final reply is written to the answer path, a copy of
-tests/ is bound at /tests and a fresh folder at /logs, and `bash /tests/test.sh` runs in the container
-view with [verifier] env, under [verifier] timeout_sec. Rewards: reward.json (numbers, booleans
-ignored; a missing "reward" taken from reward.txt), else reward.txt. Verdict: score = the reward
-clamped to [0, 1], reward = 1.0 only when that is 1 (binary, like our own tasks), criteria = the
-`criterion_<name>` entries of reward.json (our export writes them), else {"reward": passed}. All
-numbers stay in `VerifierRun.rewards`. A test.sh that writes no reward is a
-recorded verifier error with reward 0, never a lost sample.
+tests/ is bound at /tests and a fresh folder at /logs, and /tests/test.sh is executed (its shebang
+picks the interpreter) in the container view with [verifier] env, under [verifier] timeout_sec.
+Rewards as Harbor's verifier reads them (`read_rewards`); one training reward from them
+(`training_reward`: "reward", else the only entry, else the mean); Verdict: score = that reward clamped
+to [0, 1], reward = score (partial credit kept), criteria = the `criterion_<name>` entries (our
+exports) or a multi-key reward's entries, else {"reward": passed}. All numbers stay in
+`VerifierRun.rewards`. A test.sh that writes no valid reward is a recorded verifier error with reward
+0, never a lost sample.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import math
 import os
 import posixpath
 import shutil
@@ -97,8 +99,9 @@ def upstreams(task: HarborTask, tree: Path, scratch: Path, limits: LimitBackend 
             argv = launch_argv(task.container_argv(tree), [server.command, *server.args], scratch)
             ups.append(Upstream(UpstreamSpec(server.name, command=argv, env=BWRAP_ENV), limits=limits,
                                 memory_bytes=task.memory_bytes, errlog=scratch.parent / f"upstream-{server.name}.log"))
-        else:
-            ups.append(Upstream(UpstreamSpec(server.name, url=server.url)))
+        else:  # headers' ${VAR}s from the host variables a task may read (PROGAGENT_HARBOR_PASS_ENV)
+            ups.append(Upstream(UpstreamSpec(server.name, url=server.url, headers=resolve_host_env(server.headers) or None,
+                                             transport="sse" if server.transport == "sse" else "")))
     return ups
 
 
@@ -137,15 +140,17 @@ def script_limits() -> LimitBackend:
 
 def run_script(task: HarborTask, tree: Path, script: str, *, binds: Sequence[tuple[Path, str]],
                env: dict[str, str], timeout_s: float, log_file: Path) -> ScriptRun:
-    """`bash SCRIPT` in the container view, within script_limits(); output to log_file; killed (every
+    """SCRIPT executed in the container view, within script_limits(); output to log_file; killed (every
     process in its limits, and the whole namespace) at the deadline."""
     t0 = time.perf_counter()
     timed_out = False
     limits = script_limits().create(f"harbor-{uuid.uuid4().hex[:12]}", task.memory_bytes)
     try:
         with open(log_file, "wb") as out, tempfile.TemporaryDirectory(prefix="harbor-bwrap-") as scratch:
+            # as Harbor: made executable and executed (its shebang chooses the interpreter; a file without
+            # one runs in bash, Harbor's exec shell)
             argv = launch_argv(task.container_argv(tree, binds=binds, env=task.base_env() | resolve_host_env(env)),
-                               ["bash", script], scratch)
+                               ["bash", "-c", 'chmod +x "$0" 2>/dev/null; "$0"', script], scratch)
             proc = subprocess.Popen(limits.wrap(argv), stdin=subprocess.DEVNULL, stdout=out,
                                     stderr=subprocess.STDOUT, env=BWRAP_ENV, start_new_session=True)
             try:
@@ -166,8 +171,11 @@ MAX_REWARD_BYTES = 1 << 20
 
 
 def read_rewards(verifier_dir: Path) -> dict[str, float]:
-    """Harbor's reading of /logs/verifier: reward.json first, else reward.txt (ValueError names the file).
-    Read as the host reads what a program wrote: never through a link, never a pipe, at most 1 MiB."""
+    """The rewards in /logs/verifier, read as Harbor's verifier reads them (ValueError names the file):
+    reward.json when it exists (reward.txt is then not read), a non-empty JSON object whose values are
+    all finite numbers (true/false count as 1/0, as in Python); else reward.txt, one finite number,
+    as {"reward": value}. Read as the host reads what a program wrote: never through a link, never a
+    pipe, at most 1 MiB."""
 
     def read(name: str) -> str | None:
         try:
@@ -177,37 +185,53 @@ def read_rewards(verifier_dir: Path) -> dict[str, float]:
                 return None
             raise ValueError(f"{name}: {exc}") from None
 
-    as_json, as_text = read("reward.json"), read("reward.txt")
-
-    def text_reward() -> float:
-        try:
-            return float(as_text.strip())
-        except ValueError as exc:
-            raise ValueError(f"reward.txt: not a number: {as_text[:80]!r}") from exc
-
+    as_json = read("reward.json")
     if as_json is not None:
+        if not as_json.strip():
+            raise ValueError("reward.json: empty")
         try:
             data = json.loads(as_json)
         except ValueError as exc:
             raise ValueError(f"reward.json: invalid JSON: {exc}") from exc
-        if not isinstance(data, dict):
-            raise ValueError("reward.json: must be a JSON object of numbers")
-        rewards = {k: float(v) for k, v in data.items() if isinstance(v, int | float) and not isinstance(v, bool)}
-        if "reward" not in rewards and as_text is not None:
-            rewards["reward"] = text_reward()
-        if "reward" not in rewards and len(rewards) != 1:
-            raise ValueError(f"reward.json: no 'reward' entry among {sorted(rewards) or 'no numbers'}")
+        if not isinstance(data, dict) or not data:
+            raise ValueError("reward.json: must be a JSON object of numbers, e.g. {\"reward\": 1}")
+        rewards = {}
+        for key, value in data.items():
+            if not isinstance(value, int | float) or not math.isfinite(value):
+                raise ValueError(f"reward.json: {key!r} is {value!r}, not a finite number")
+            rewards[str(key)] = float(value)
         return rewards
-    if as_text is not None:
-        return {"reward": text_reward()}
-    raise ValueError("tests/test.sh wrote neither /logs/verifier/reward.json nor /logs/verifier/reward.txt")
+    as_text = read("reward.txt")
+    if as_text is None:
+        raise ValueError("tests/test.sh wrote neither /logs/verifier/reward.json nor /logs/verifier/reward.txt")
+    try:
+        value = float(as_text.strip())
+    except ValueError:
+        raise ValueError(f"reward.txt: not a number: {as_text[:80]!r}") from None
+    if not math.isfinite(value):
+        raise ValueError(f"reward.txt: {value!r} is not a finite number")
+    return {"reward": value}
+
+
+def training_reward(rewards: dict[str, float]) -> float:
+    """One number from Harbor's rewards, for training and pass rates: the "reward" entry when there is
+    one, else the only entry, else the mean of all entries (each dimension weighs the same; Harbor's
+    own default metric takes single-key rewards only)."""
+    if "reward" in rewards:
+        return rewards["reward"]
+    values = list(rewards.values())
+    return values[0] if len(values) == 1 else sum(values) / len(values)
 
 
 def verdict_from_rewards(rewards: dict[str, float]) -> Verdict:
-    value = rewards["reward"] if "reward" in rewards else next(iter(rewards.values()))
-    score = min(max(value, 0.0), 1.0)
+    """score = training_reward clamped to [0, 1]; reward = score (a Harbor task's partial credit is the
+    author's, kept: 0.5 trains as 0.5); passed = score 1. Criteria: the `criterion_<name>` entries
+    (our exports), else each entry of a multi-key reward (1 = met), else {"reward": passed}."""
+    score = min(max(training_reward(rewards), 0.0), 1.0)
     criteria = {k.removeprefix(CRITERION): v == 1.0 for k, v in rewards.items() if k.startswith(CRITERION)}
-    return Verdict(criteria=criteria or {"reward": score == 1.0}, reward=float(score == 1.0), score=score)
+    if not criteria and len(rewards) > 1:
+        criteria = {k: v >= 1.0 for k, v in rewards.items() if k != "reward"}
+    return Verdict(criteria=criteria or {"reward": score == 1.0}, reward=score, score=score)
 
 
 def verify(task: HarborTask, tree: Path, answer: str | None, timeout_s: float | None = None) -> VerifierRun:
@@ -259,7 +283,11 @@ def run_oracle(task: HarborTask, tree: Path) -> ScriptRun:
 
 
 def check(task: HarborTask) -> CheckReport:
-    """Untouched container → tests must give 0; solution/solve.sh, then tests → must give 1."""
+    """Untouched container → tests must give 0; solution/solve.sh, then tests → must give 1. A task that
+    cannot run faithfully here (its blockers) is not run: the report says why."""
+    if task.blockers:
+        return CheckReport(task=task.id, ok=False, error="cannot run faithfully here: " + "; ".join(task.blockers),
+                           notes=task.layout.notes)
     with tempfile.TemporaryDirectory(prefix="harbor-check-") as tmp:
         nop = verify(task, task.materialize(Path(tmp) / "nop"), None)
         if task.solve_script is None:

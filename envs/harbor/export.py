@@ -1,6 +1,7 @@
 """`progagent tasks export-harbor TASK --scale vN OUT`: a task at one scale as a Harbor task.
 
-    OUT/task.toml          [metadata] [verifier] [agent] [environment] + [[environment.mcp_servers]]
+    OUT/task.toml          Harbor's schema 1.4: [task] [metadata] (ours under [metadata.progagent])
+                           [verifier] [agent] [environment] (network_mode) + [[environment.mcp_servers]]
     OUT/instruction.md     the instruction, plus where the final answer goes (/app/answer.txt)
     OUT/environment/       Dockerfile; env/ (db.sqlite + workspace/ at this scale); progagent/ (the
                            task's tool server: envs.taskkit/untrusted_fs/provenance/library/task_server + task.toml, tools.py)
@@ -9,10 +10,25 @@
 
 What the agent's container holds is the environment/ folder only: the verifier and the oracle live
 in tests/ and solution/, which Harbor uploads after (or instead of) the agent.
+
+The rules `harbor lint` checks, and why they hold here:
+- The MCP server's command is self-sufficient: `env PYTHONPATH=… python3 -m …`. MCP clients start a
+  server with a short default environment (the MCP Python SDK passes PATH, HOME and a few more), so the
+  Dockerfile's ENV would not reach it (`No module named 'envs'`).
+- Python dependencies are pinned to the versions this project runs (PINNED).
+- The verifier runs in a separate container by default (`verifier="separate"`): Harbor collects the
+  final state (/app/env) and the answer file from the agent's container as artifacts and puts them at
+  the same paths in a fresh container of the same image, where tests/ is uploaded. The agent never
+  shares a container with the verifier's inputs. `verifier="shared"` keeps Harbor's older default.
+- Every Harbor agent has a shell in its container: it can change /app/env (the database, the
+  workspace) directly instead of through the task's tools. The verifier judges the final state
+  whatever changed it, so a Harbor result measures the outcome, not tool use; the README written
+  with the export says so.
 """
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import shutil
 from pathlib import Path
@@ -25,9 +41,13 @@ ENV_ROOT = "/app/env"
 PKG_ROOT = "/opt/progagent"
 _FORMAT = Path(__file__).resolve().parents[1] / "format"
 
+#: the Python packages of the agent's container, pinned to the versions this project runs
+PINNED = tuple(f"{name}=={importlib.metadata.version(name)}" for name in ("mcp", "msgspec"))
+VERIFIERS = ("separate", "shared")
+
 DOCKERFILE = f"""\
 FROM python:3.11-slim
-RUN pip install --no-cache-dir "mcp>=2.3,<3" "msgspec>=0.19"
+RUN pip install --no-cache-dir {" ".join(PINNED)}
 COPY progagent/ {PKG_ROOT}/
 COPY env/ {ENV_ROOT}/
 ENV PYTHONPATH={PKG_ROOT}
@@ -123,21 +143,36 @@ asyncio.run(main())
 '''
 
 
-def task_toml(task: Task, scale: str) -> str:
+def task_toml(task: Task, scale: str, verifier: str = "separate") -> str:
+    separate = """environment_mode = "separate"
+""" if verifier == "separate" else ""
+    artifacts = f"""
+# collected from the agent's container and put at the same paths in the verifier's
+artifacts = ["{ENV_ROOT}", "{ANSWER_PATH}"]
+""" if verifier == "separate" else ""
+    server_args = json.dumps([f"PYTHONPATH={PKG_ROOT}", "python3", "-m", "envs.format.task_server", "--task",
+                              f"{PKG_ROOT}/tasks/{task.id}", "--root", ENV_ROOT])
     return f"""\
-version = "1.0"
+schema_version = "1.4"
+{artifacts}
+[task]
+name = "progagent/{task.id}-{scale}"
+description = {json.dumps(task.spec.title)}
+authors = [{{ name = "ProgAgent" }}]
+keywords = ["progagent", "mcp", "{task.spec.domain}", "scale-{scale}"]
 
 [metadata]
-author_name = "ProgAgent"
 category = "{task.spec.domain}"
 tags = ["progagent", "mcp", "{task.spec.domain}", "scale-{scale}"]
-progagent_task = "{task.id}"
-progagent_scale = "{scale}"
-title = {json.dumps(task.spec.title)}
+
+[metadata.progagent]
+task = "{task.id}"
+scale = "{scale}"
+answer_path = "{ANSWER_PATH}"
 
 [verifier]
 timeout_sec = 120.0
-
+{separate}
 [agent]
 timeout_sec = 1800.0
 
@@ -145,13 +180,28 @@ timeout_sec = 1800.0
 build_timeout_sec = 600.0
 cpus = 1
 memory_mb = 2048
-allow_internet = false
+network_mode = "no-network"
 
 [[environment.mcp_servers]]
 name = "task"
 transport = "stdio"
-command = "python3"
-args = ["-m", "envs.format.task_server", "--task", "{PKG_ROOT}/tasks/{task.id}", "--root", "{ENV_ROOT}"]
+command = "env"
+args = {server_args}
+"""
+
+
+README = f"""\
+# Exported from ProgAgent
+
+A ProgAgent task at one environment scale, in Harbor's task format. Its tools are served by the MCP
+server `task` (stdio, started from the image: `env PYTHONPATH={PKG_ROOT} python3 -m envs.format.task_server`).
+
+What a result means: a Harbor agent has a shell in its container, so it can change {ENV_ROOT} (the
+task's database and workspace) directly instead of through the task's tools. The verifier (tests/test.sh)
+judges the final state and the answer in {ANSWER_PATH}, whatever changed them: a Harbor run measures
+the outcome, not how the tools were used. ProgAgent's own runtime gives the model the tools only.
+With the default separate verifier, tests/ and the initial state it rebuilds exist only in the
+verifier's container; the agent's container never holds them.
 """
 
 
@@ -163,7 +213,11 @@ def _copy_kit(dst: Path) -> None:
     shutil.copy2(_FORMAT / "task_server.py", dst / "envs" / "format" / "task_server.py")
 
 
-def export_harbor(task: Task, scale: str, out: str | Path) -> Path:
+def export_harbor(task: Task, scale: str, out: str | Path, verifier: str = "separate") -> Path:
+    """The task at `scale` as a Harbor task folder `out` (module docstring); `verifier`: "separate"
+    (its own container, Harbor's recommendation) or "shared" (the agent's container)."""
+    if verifier not in VERIFIERS:
+        raise ValueError(f"verifier {verifier!r}: expected one of {', '.join(VERIFIERS)}")
     out = Path(out)
     if out.exists() and any(out.iterdir()):
         raise FileExistsError(f"{out} exists and is not empty")
@@ -193,7 +247,8 @@ def export_harbor(task: Task, scale: str, out: str | Path) -> Path:
     (solution / "solve.sh").write_text(SOLVE_SH)
     for script in (tests / "test.sh", solution / "solve.sh"):
         script.chmod(0o755)
-    (out / "task.toml").write_text(task_toml(task, scale))
+    (out / "task.toml").write_text(task_toml(task, scale, verifier))
+    (out / "README.md").write_text(README)
     (out / "instruction.md").write_text(
         task.instruction.rstrip() + f"\n\nThe task's tools are served by the MCP server `task`. When you are done, "
         f"write your final answer (including the ANSWER line) to `{ANSWER_PATH}`.\n")

@@ -2,9 +2,11 @@
 
 A Harbor task (https://harborframework.com) is a folder:
 
-    task.toml        [metadata] [verifier] timeout_sec/env [agent] timeout_sec [solution] env
-                     [environment] allow_internet/env + [[environment.mcp_servers]] name/transport/
-                     command/args (stdio) or url (sse, streamable-http)
+    task.toml        Harbor's schema 1.4 (`TaskConfig`: the fields used; every other field present is
+                     named in the notes): [task] [metadata] [verifier] timeout_sec/env/environment_mode
+                     [agent] timeout_sec [solution] env [environment] network_mode/env/workdir +
+                     [[environment.mcp_servers]] name/transport/command/args (stdio) or url/headers
+                     (sse, streamable-http, "http"); [[steps]] (multi-step: a blocker)
     instruction.md   what the agent is asked
     environment/     the agent container's build context (Dockerfile + files)
     tests/test.sh    the verifier; writes /logs/verifier/reward.json (flat numbers) or reward.txt
@@ -14,7 +16,9 @@ We have no Docker, so a task's container is *emulated* with bubblewrap (`contain
 host's /usr and this project's Python stand in for the image (Dockerfile `RUN` steps are not
 executed; their packages must be importable here; `python3` on the PATH is this project's
 interpreter), and the files the Dockerfile puts in the image are copied into a per-episode folder,
-the *container tree*.
+the *container tree*. What cannot be emulated is said when the task loads: notes (`Layout.notes`:
+the image, RUN steps, unused fields) and blockers (`HarborTask.blockers`, `blockers_of`: what makes a
+faithful run impossible here, which `load_harbor_task` refuses unless asked not to).
 
 Path mapping, the one rule: container path `/X` lives at `TREE/X` on the host, and every mount
 point `M` of the tree is bound at `M` inside bubblewrap. The mount points are the Dockerfile's
@@ -34,9 +38,9 @@ in env tables from the host's environment; here only the variables named in
 PROGAGENT_HARBOR_PASS_ENV (comma-separated) are, the rest take their default or nothing (a task
 would otherwise read the worker's API keys with one line of task.toml).
 
-Optional, ignored by Harbor itself:
+Optional, ignored by Harbor itself (the legacy top-level [progagent] table is read too, with a note):
 
-    [progagent]
+    [metadata.progagent]
     answer_path = "/app/answer.txt"   # where the model's final reply is written before the tests
     workdir = "/app"                  # overrides the Dockerfile's WORKDIR
     copy = { "/srv/data" = "seed" }   # extra container path = environment/-relative source
@@ -64,7 +68,25 @@ import msgspec
 from envs.runtime import untrusted_fs
 
 DEFAULT_ANSWER_PATH = "/app/answer.txt"
+DEFAULT_MEMORY_MB = 2048
 TRANSPORTS = ("stdio", "sse", "streamable-http")
+_CANARY = re.compile(r"^(<!--.*canary.*-->|#.*canary.*)$", re.IGNORECASE)
+#: lines of tests/test.sh or solution/solve.sh that install software at run time (an image would have it)
+_INSTALLS = re.compile(r"\b(apt-get|apt|apk|yum|dnf)\s+(-\S+\s+)*install\b|\bcurl\b[^|\n]*\|\s*(ba)?sh\b|"
+                       r"\bwget\b[^|\n]*\|\s*(ba)?sh\b|\bpip3?\s+install\b|\buv\s+(pip|tool)\s+install\b|\buvx\b|"
+                       r"\bnpm\s+(i|install)\b|\bnpx\b")
+
+
+def strip_canary(text: str) -> str:
+    """`text` without its leading canary lines and the blank lines right after them."""
+    lines = text.splitlines(keepends=True)
+    i = 0
+    while i < len(lines) and _CANARY.match(lines[i].strip()):
+        i += 1
+    if i:
+        while i < len(lines) and not lines[i].strip():
+            i += 1
+    return "".join(lines[i:])
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/proc", "/dev", "/sys")
 ETC_FILES = ("passwd", "group", "hosts", "resolv.conf", "nsswitch.conf", "localtime", "ssl", "ca-certificates",
              "alternatives", "mime.types")
@@ -79,19 +101,22 @@ class HarborTaskError(Exception):
     """A Harbor task that cannot be used; the message starts with the offending file."""
 
 
-# ---- task.toml (only the fields we use; Harbor's other fields are accepted and ignored) ----
+# ---- task.toml (Harbor's task model, schema 1.4; fields not emulated are listed in the notes) ----
 
 class McpServerConfig(msgspec.Struct):
     name: str
-    transport: str = "sse"  # Harbor's default
+    transport: str = "sse"  # Harbor's default; "http" is Harbor's alias of "streamable-http"
     url: str | None = None
     command: str | None = None
     args: list[str] = []
+    headers: dict[str, str] = {}
 
 
 class VerifierConfig(msgspec.Struct):
     timeout_sec: float = 600.0
     env: dict[str, str] = {}
+    environment_mode: str | None = None  # "shared" | "separate" (default: separate when `environment` is set)
+    environment: dict[str, Any] | None = None
 
 
 class AgentConfig(msgspec.Struct):
@@ -103,26 +128,73 @@ class SolutionConfig(msgspec.Struct):
 
 
 class EnvironmentConfig(msgspec.Struct):
-    allow_internet: bool = True
-    cpus: int = 1
-    memory_mb: int = 2048
+    allow_internet: bool | None = None  # deprecated in Harbor: network_mode
+    network_mode: str | None = None  # "public" (Harbor's default) | "no-network" | "allowlist"
+    cpus: float | None = None
+    memory_mb: int | None = None
+    workdir: str | None = None
     env: dict[str, str] = {}
     mcp_servers: list[McpServerConfig] = []
+    os: str | None = None
+    gpus: int | None = None
+    docker_image: str | None = None
 
 
 class ProgagentConfig(msgspec.Struct, forbid_unknown_fields=True):
+    """[metadata.progagent]: what only ProgAgent reads (Harbor keeps extensions under [metadata])."""
+
     answer_path: str = DEFAULT_ANSWER_PATH
+    task: str | None = None  # an export's source task and scale (informational)
+    scale: str | None = None
     workdir: str | None = None
     copy: dict[str, str] = {}
 
 
 class TaskConfig(msgspec.Struct):
+    schema_version: str | None = None
+    version: str | None = None  # Harbor's older name of schema_version
+    task: dict[str, Any] | None = None  # [task] name, description, authors, keywords
     metadata: dict[str, Any] = {}
     verifier: VerifierConfig = msgspec.field(default_factory=VerifierConfig)
     agent: AgentConfig = msgspec.field(default_factory=AgentConfig)
     solution: SolutionConfig = msgspec.field(default_factory=SolutionConfig)
     environment: EnvironmentConfig = msgspec.field(default_factory=EnvironmentConfig)
-    progagent: ProgagentConfig = msgspec.field(default_factory=ProgagentConfig)
+    progagent: ProgagentConfig = msgspec.field(default_factory=ProgagentConfig)  # [metadata.progagent], or legacy [progagent]
+    steps: list[dict[str, Any]] | None = None
+    artifacts: list[Any] = []
+
+    @property
+    def network(self) -> bool:
+        """Whether the container view has the network: network_mode, else the deprecated
+        allow_internet, else Harbor's default (public). An allowlist is no network here."""
+        mode = self.environment.network_mode
+        if mode is not None:
+            return mode == "public"
+        return True if self.environment.allow_internet is None else self.environment.allow_internet
+
+
+#: task.toml fields this emulation uses; every other field present is named in the notes
+USED_FIELDS = {
+    "schema_version", "version", "task", "metadata", "progagent", "steps", "artifacts",
+    "verifier.timeout_sec", "verifier.env", "verifier.environment_mode", "verifier.environment",
+    "agent.timeout_sec", "solution.env",
+    "environment.allow_internet", "environment.network_mode", "environment.memory_mb", "environment.workdir",
+    "environment.env", "environment.mcp_servers", "environment.os", "environment.gpus", "environment.docker_image",
+    "environment.cpus",
+}
+
+
+def unused_fields(raw: dict[str, Any]) -> list[str]:
+    """The dotted names of task.toml fields present in `raw` that the emulation does not use."""
+    out = []
+    for key, value in raw.items():
+        if key in USED_FIELDS:
+            continue
+        if isinstance(value, dict) and key in ("verifier", "agent", "solution", "environment"):
+            out += [f"{key}.{k}" for k in value if f"{key}.{k}" not in USED_FIELDS]
+        else:
+            out.append(key)
+    return out
 
 
 # ---- the container layout, from the Dockerfile ----
@@ -205,8 +277,11 @@ def parse_dockerfile(path: Path, context: Path) -> Layout:
                                            context, where, word)
             elif word in ("RUN", "USER", "ENTRYPOINT", "CMD", "VOLUME", "SHELL"):
                 layout.notes.append(f"{where}: {word} is not executed ({rest[:80]})")
-            elif word == "FROM" and layout.copies:
-                layout.notes.append(f"{where}: multi-stage build; files of all stages are laid out together")
+            elif word == "FROM":
+                layout.notes.append(f"{where}: FROM {rest[:60]}: the image is not pulled; the host's /usr and "
+                                    "ProgAgent's Python stand in for it")
+                if layout.copies:
+                    layout.notes.append(f"{where}: multi-stage build; files of all stages are laid out together")
         except (ValueError, IndexError) as exc:
             raise HarborTaskError(f"{where}: cannot parse {word} {rest[:80]!r}: {exc}") from exc
     return layout
@@ -240,11 +315,13 @@ def _copy_ops(sources: list[str], dst: str, workdir: str, context: Path, where: 
 class HarborTask:
     """A decoded Harbor task folder and its emulated container layout."""
 
-    def __init__(self, folder: Path, config: TaskConfig, layout: Layout):
+    def __init__(self, folder: Path, config: TaskConfig, layout: Layout, blockers: list[str] | None = None):
         self.dir = folder
         self.id = folder.name
         self.config = config
         self.layout = layout
+        #: why this task cannot run faithfully here ([] = it can); `harbor check` reports them, episodes refuse
+        self.blockers = blockers or []
         self.answer_path = config.progagent.answer_path
         self.mounts = _mount_points(layout, self.answer_path, config)
 
@@ -253,7 +330,9 @@ class HarborTask:
 
     @property
     def instruction(self) -> str:
-        return (self.dir / "instruction.md").read_text()
+        """instruction.md without its leading canary lines (`<!-- … canary … -->`, `# … canary …`), as
+        Harbor gives it to the agent."""
+        return strip_canary((self.dir / "instruction.md").read_text())
 
     @property
     def prompt(self) -> str:
@@ -263,7 +342,7 @@ class HarborTask:
 
     @property
     def workdir(self) -> str:
-        return self.config.progagent.workdir or self.layout.workdir
+        return self.config.progagent.workdir or self.config.environment.workdir or self.layout.workdir
 
     @property
     def tests_dir(self) -> Path:
@@ -286,7 +365,7 @@ class HarborTask:
     def memory_bytes(self) -> int:
         """[environment] memory_mb: the memory of each process tree in the container view (its MCP
         servers, tests/test.sh, solution/solve.sh), as Docker gives the container."""
-        return self.config.environment.memory_mb * 2**20
+        return (self.config.environment.memory_mb or DEFAULT_MEMORY_MB) * 2**20
 
     def host_path(self, tree: Path, container_path: str) -> Path:
         """Where a container path lives in a container tree (the mapping rule)."""
@@ -331,7 +410,7 @@ class HarborTask:
         bwrap = shutil.which("bwrap")
         if bwrap is None:
             raise RuntimeError("bubblewrap (bwrap) is not installed: run scripts/install.sh")
-        network = self.config.environment.allow_internet if network is None else network
+        network = self.config.network if network is None else network
         argv = isolation_argv(uid=0, hostname="harbor", network=network, disable_userns=False, bwrap=bwrap)
         argv += ["--dir", "/root"]
         for name in ETC_FILES:
@@ -396,7 +475,7 @@ def _is_under(path: str, root: str) -> bool:
 
 
 def _mount_points(layout: Layout, answer_path: str, config: TaskConfig) -> list[str]:
-    wanted = [config.progagent.workdir or layout.workdir, posixpath.dirname(answer_path)]
+    wanted = [config.progagent.workdir or config.environment.workdir or layout.workdir, posixpath.dirname(answer_path)]
     for op in layout.copies:
         wanted.append(op.dst if op.is_dir else posixpath.dirname(op.dst))
     wanted += list(config.progagent.copy)
@@ -416,11 +495,25 @@ def _mount_points(layout: Layout, answer_path: str, config: TaskConfig) -> list[
     return points
 
 
-def _decode_config(toml_path: Path) -> TaskConfig:
+def _decode_config(toml_path: Path) -> tuple[TaskConfig, list[str]]:
+    """The task's config and notes on it (fields not emulated, deprecated forms)."""
     try:
         raw = tomllib.loads(toml_path.read_text())
     except tomllib.TOMLDecodeError as exc:
         raise HarborTaskError(f"{toml_path}: invalid TOML: {exc}") from exc
+    notes = []
+    ours = (raw.get("metadata") or {}).get("progagent")
+    if "progagent" in raw:
+        if ours is not None:
+            raise HarborTaskError(f"{toml_path}: both [progagent] and [metadata.progagent]; keep [metadata.progagent]")
+        notes.append(f"{toml_path}: [progagent] is read as [metadata.progagent] (Harbor's place for extensions); "
+                     "Harbor itself rejects an unknown top-level table")
+    elif ours is not None:
+        raw = {**raw, "progagent": ours}
+    servers = (raw.get("environment") or {}).get("mcp_servers") or []
+    for server in servers:
+        if isinstance(server, dict) and server.get("transport") == "http":
+            server["transport"] = "streamable-http"  # Harbor's alias
     try:
         config = msgspec.convert(raw, TaskConfig)
     except msgspec.ValidationError as exc:
@@ -436,23 +529,75 @@ def _decode_config(toml_path: Path) -> TaskConfig:
             raise HarborTaskError(f"{where}: transport 'stdio' needs a command")
         if s.transport != "stdio" and not s.url:
             raise HarborTaskError(f"{where}: transport {s.transport!r} needs a url")
-        if s.transport == "sse":
-            raise HarborTaskError(f"{where}: transport 'sse' (a sidecar container) is not supported here; "
-                                  f"use stdio, or streamable-http with a server you start yourself")
+        if s.transport == "stdio" and s.headers:
+            raise HarborTaskError(f"{where}: headers are for HTTP transports only")
     if not config.progagent.answer_path.startswith("/"):
-        raise HarborTaskError(f"{toml_path}: progagent.answer_path must be an absolute container path")
-    return config
+        raise HarborTaskError(f"{toml_path}: metadata.progagent.answer_path must be an absolute container path")
+    if config.environment.network_mode not in (None, "public", "no-network", "allowlist"):
+        raise HarborTaskError(f"{toml_path}: environment.network_mode {config.environment.network_mode!r}: expected "
+                              "public, no-network or allowlist")
+    if config.environment.network_mode == "allowlist":
+        notes.append(f"{toml_path}: network_mode = allowlist is emulated as no network (no per-host filter here)")
+    if config.environment.allow_internet is not None and config.environment.network_mode is None:
+        notes.append(f"{toml_path}: allow_internet is deprecated in Harbor; network_mode is read first")
+    if config.environment.cpus is not None:
+        notes.append(f"{toml_path}: cpus = {config.environment.cpus:g} is not enforced (processes share the host's)")
+    if config.verifier.environment is not None or config.verifier.environment_mode == "separate":
+        notes.append(f"{toml_path}: verifier.environment_mode = separate: tests/test.sh runs in a fresh process over "
+                     "the final container tree (never where the agent's processes ran)"
+                     + ("; [verifier.environment] (its own image) is not built" if config.verifier.environment else ""))
+    unused = unused_fields(raw)
+    if unused:
+        notes.append(f"{toml_path}: not emulated: {', '.join(unused)}")
+    return config, notes
 
 
-def load_harbor_task(folder: str | Path) -> HarborTask:
-    """Decode a Harbor task folder; a broken one raises HarborTaskError naming the file."""
+def blockers_of(folder: Path, config: TaskConfig, layout: Layout) -> list[str]:
+    """Why the task cannot run faithfully here, each naming what: a multi-step task, compose sidecars,
+    a non-Linux container, GPUs, an MCP server on a sidecar host, scripts that install software at
+    run time."""
+    out = []
+    if config.steps:
+        out.append(f"{folder / 'task.toml'}: a multi-step task ({len(config.steps)} steps: "
+                   f"{', '.join(str(st.get('name')) for st in config.steps)}) is not supported here")
+    compose = folder / "environment" / "docker-compose.yaml"
+    if compose.is_file():
+        import yaml
+
+        try:
+            services = sorted((yaml.safe_load(compose.read_text()) or {}).get("services") or {})
+        except yaml.YAMLError:
+            services = ["?"]
+        out.append(f"{compose}: its services ({', '.join(services)}) are sidecar containers, never started here")
+    if (config.environment.os or "linux").lower() != "linux":
+        out.append(f"{folder / 'task.toml'}: environment.os = {config.environment.os}: only Linux containers are emulated")
+    if config.environment.gpus:
+        out.append(f"{folder / 'task.toml'}: environment.gpus = {config.environment.gpus}: no GPU in the emulated container")
+    for script in ("tests/test.sh", "solution/solve.sh"):
+        path = folder / script
+        if not path.is_file():
+            continue
+        for no, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+            if not line.lstrip().startswith("#") and _INSTALLS.search(line):
+                out.append(f"{path}:{no}: `{line.strip()[:100]}` installs software at run time; the emulated "
+                           "container has no image to install into (the host's /usr is read-only) and no package "
+                           "index: what it installs must already be on the host")
+    return out
+
+
+def load_harbor_task(folder: str | Path, *, strict: bool = True) -> HarborTask:
+    """Decode a Harbor task folder; a broken one raises HarborTaskError naming the file, and so does
+    one that cannot run faithfully here (its `blockers`) unless `strict` is False (`harbor check`
+    reports them instead)."""
     folder = Path(folder).resolve()
     if not folder.is_dir():
         raise HarborTaskError(f"{folder}: not a folder")
-    for name in ("task.toml", "instruction.md", "tests/test.sh"):
-        if not (folder / name).is_file():
+    if not (folder / "task.toml").is_file():
+        raise HarborTaskError(f"{folder / 'task.toml'}: required file is missing")
+    config, config_notes = _decode_config(folder / "task.toml")
+    for name in ("instruction.md", "tests/test.sh"):  # a multi-step task has them per step (a blocker below)
+        if not config.steps and not (folder / name).is_file():
             raise HarborTaskError(f"{folder / name}: required file is missing")
-    config = _decode_config(folder / "task.toml")
     context = folder / "environment"
     check_context_links(context)
     dockerfile = context / "Dockerfile"
@@ -461,6 +606,10 @@ def load_harbor_task(folder: str | Path) -> HarborTask:
     else:
         layout = Layout(workdir="/app", env={}, copies=[],
                         notes=[f"{dockerfile}: missing (a prebuilt image?); the container starts with an empty /app"])
+    if config.environment.docker_image:
+        layout.notes.append(f"{folder / 'task.toml'}: docker_image {config.environment.docker_image} is not pulled; "
+                            "the host's /usr and ProgAgent's Python stand in for it")
+    layout.notes += config_notes
     for dst, src in config.progagent.copy.items():
         source = (context / src).resolve()
         if not dst.startswith("/") or not source.exists() or not source.is_relative_to(context.resolve()):
@@ -470,8 +619,11 @@ def load_harbor_task(folder: str | Path) -> HarborTask:
     for name in unpassed_vars(config):
         layout.notes.append(f"{folder / 'task.toml'}: ${{{name}}} is not passed from the host "
                             f"(add it to {PASS_ENV} to pass it)")
+    blockers = blockers_of(folder, config, layout)
+    if blockers and strict:
+        raise HarborTaskError(f"{folder}: cannot run faithfully here: " + "; ".join(blockers))
     try:
-        return HarborTask(folder, config, layout)
+        return HarborTask(folder, config, layout, blockers)
     except HarborTaskError as exc:
         raise HarborTaskError(f"{dockerfile if dockerfile.is_file() else folder / 'task.toml'}: {exc}") from exc
 

@@ -1,0 +1,144 @@
+"""Harbor tasks read as Harbor reads them (its task model, schema 1.4, and its verifier): fields Harbor
+accepts, scripts it executes, and, for what cannot be emulated here, a note or a blocker that says
+exactly what. Task folders in Harbor's format, written here from the warehouse-restock fixture."""
+
+import shutil
+
+import pytest
+
+from envs.harbor.episode import check, upstreams, verify
+from envs.harbor.task import HarborTaskError, load_harbor_task
+from tests.test_harbor_import import FIXTURE
+
+TOML = """schema_version = "1.4"
+
+[task]
+name = "tests/warehouse-compat"
+description = "warehouse-restock with Harbor 1.4 fields"
+authors = [{ name = "ProgAgent tests" }]
+
+[metadata]
+difficulty = "easy"
+
+[metadata.progagent]
+answer_path = "/app/answer.txt"
+
+[verifier]
+timeout_sec = 60.0
+environment_mode = "separate"
+
+[agent]
+timeout_sec = 600.0
+
+[environment]
+build_timeout_sec = 300.0
+cpus = 0.5
+memory_mb = 1024
+storage_mb = 2048
+network_mode = "no-network"
+workdir = "/app/data"
+
+[[environment.mcp_servers]]
+name = "inventory"
+transport = "stdio"
+command = "python3"
+args = ["/opt/inventory/inventory_mcp.py"]
+
+[[environment.mcp_servers]]
+name = "remote"
+transport = "http"
+url = "http://127.0.0.1:9/mcp"
+headers = { Authorization = "Bearer ${REMOTE_TOKEN}" }
+"""
+
+
+@pytest.fixture
+def task_dir(tmp_path):
+    folder = shutil.copytree(FIXTURE, tmp_path / "warehouse-compat")
+    (folder / "task.toml").write_text(TOML)
+    (folder / "instruction.md").write_text("<!-- harbor-canary GUID 6f1c0e5a -->\n# canary: do not train\n\n"
+                                           + (FIXTURE / "instruction.md").read_text())
+    return folder
+
+
+def test_harbor_1_4_fields_are_read(task_dir, tmp_path, monkeypatch):
+    monkeypatch.setenv("REMOTE_TOKEN", "s3cret")
+    monkeypatch.setenv("PROGAGENT_HARBOR_PASS_ENV", "REMOTE_TOKEN")
+    task = load_harbor_task(task_dir)
+    assert task.blockers == [] and task.config.environment.cpus == 0.5
+    assert task.instruction == (FIXTURE / "instruction.md").read_text()  # the canary lines are not the agent's
+    assert task.workdir == "/app/data"  # [environment] workdir overrides the Dockerfile's WORKDIR
+    assert task.config.network is False and "--share-net" not in task.container_argv(task.materialize(tmp_path / "t"))
+    remote = next(u for u in upstreams(task, tmp_path / "t", tmp_path / "s") if u.name == "remote")
+    assert remote.spec.transport == "" and remote.spec.url == "http://127.0.0.1:9/mcp"  # "http" = streamable HTTP
+    assert remote.spec.headers == {"Authorization": "Bearer s3cret"}
+    notes = "\n".join(task.layout.notes)
+    assert "cpus = 0.5 is not enforced" in notes and "verifier.environment_mode = separate" in notes
+    assert "not emulated: environment.build_timeout_sec, environment.storage_mb" in notes
+    assert "Dockerfile:1: FROM python:3.12-slim: the image is not pulled" in notes
+    assert 'Dockerfile:3: RUN is not executed (pip install --no-cache-dir "mcp>=2.3,<3")' in notes
+
+
+def test_a_legacy_progagent_table_and_allow_internet_are_read_with_a_note(tmp_path):
+    folder = shutil.copytree(FIXTURE, tmp_path / "legacy")
+    (folder / "task.toml").write_text((FIXTURE / "task.toml").read_text() + '\n[progagent]\nanswer_path = "/app/out.txt"\n')
+    task = load_harbor_task(folder)
+    assert task.answer_path == "/app/out.txt" and task.config.network is False
+    notes = "\n".join(task.layout.notes)
+    assert "[progagent] is read as [metadata.progagent]" in notes and "allow_internet is deprecated" in notes
+
+
+@pytest.mark.parametrize("script, reward", [
+    ("#!/usr/bin/env python3\nimport pathlib\npathlib.Path('/logs/verifier/reward.txt').write_text('0.25')\n", 0.25),
+    ("echo 1 > /logs/verifier/reward.txt\n", 1.0),  # no shebang: bash, as Harbor's exec shell
+    ('#!/bin/bash\necho \'{"correctness": 1, "performance": 0}\' > /logs/verifier/reward.json\n', 0.5),
+])
+def test_test_sh_is_executed_through_its_shebang(task_dir, tmp_path, script, reward):
+    (task_dir / "tests" / "test.sh").write_text(script)
+    task = load_harbor_task(task_dir)
+    run = verify(task, task.materialize(tmp_path / "tree"), None)
+    assert run.verdict.error is None and run.verdict.reward == reward, run
+
+
+def test_what_cannot_run_faithfully_is_a_blocker_that_says_what(task_dir):
+    (task_dir / "environment" / "docker-compose.yaml").write_text(
+        "services:\n  main:\n    build: .\n  api-server:\n    build: ./api-server\n")
+    (task_dir / "tests" / "test.sh").write_text("#!/bin/bash\napt-get update\napt-get install -y curl\n"
+                                                "curl -LsSf https://astral.sh/uv/install.sh | sh\n"
+                                                "uvx --with pytest pytest /tests/test_state.py\n")
+    with (task_dir / "task.toml").open("a") as f:
+        f.write('\n[[steps]]\nname = "scaffold"\n\n[[steps]]\nname = "implement"\n')
+    with pytest.raises(HarborTaskError, match="cannot run faithfully here"):
+        load_harbor_task(task_dir)
+    task = load_harbor_task(task_dir, strict=False)
+    text = "\n".join(task.blockers)
+    assert "a multi-step task (2 steps: scaffold, implement)" in text
+    assert "docker-compose.yaml: its services (api-server, main) are sidecar containers" in text
+    assert "test.sh:3: `apt-get install -y curl` installs software at run time" in text
+    assert "test.sh:4: `curl -LsSf https://astral.sh/uv/install.sh | sh`" in text and "test.sh:5: `uvx" in text
+    report = check(task)  # not run: the report says why
+    assert not report.ok and report.nop is None and "multi-step" in report.error
+
+
+async def test_an_exported_mcp_server_starts_with_only_an_mcp_clients_default_environment(tmp_path):
+    """MCP clients start stdio servers with a short default environment (PATH, HOME, …), never the
+    Dockerfile's ENV: the exported command must carry what it needs (PYTHONPATH) itself."""
+    from envs.format.library import get_task, library_dir
+    from envs.harbor.export import export_harbor
+    from envs.harbor.task import BASE_PATH
+    from envs.runtime.sandbox import BWRAP_ENV, launch_argv
+    from envs.runtime.upstream import Upstream, UpstreamSpec
+
+    folder = export_harbor(get_task("support_sla_escalation", library_dir("")), "v0", tmp_path / "x")
+    task = load_harbor_task(folder)
+    server = task.config.environment.mcp_servers[0]
+    assert server.command == "env" and server.args[0] == "PYTHONPATH=/opt/progagent"
+    tree = task.materialize(tmp_path / "tree")
+    bare = {"PATH": BASE_PATH, "HOME": "/root"}  # no Dockerfile ENV: no PYTHONPATH
+    argv = launch_argv(task.container_argv(tree, env=bare), [server.command, *server.args], tmp_path / "s")
+    up = Upstream(UpstreamSpec("task", command=argv, env=BWRAP_ENV))
+    await up.start()
+    try:
+        assert len(up.tools) >= 3
+    finally:
+        await up.close()
