@@ -16,7 +16,9 @@ def test_export_layout_solution_and_verifier(tmp_path):
     out = export_harbor(task, "v1", tmp_path / "harbor")
     meta = tomllib.loads((out / "task.toml").read_text())
     assert meta["verifier"]["timeout_sec"] > 0 and meta["agent"]["timeout_sec"] > 0
-    assert meta["environment"]["allow_internet"] is False and meta["environment"]["memory_mb"] == 2048
+    assert meta["environment"]["network_mode"] == "no-network" and meta["environment"]["memory_mb"] == 2048
+    assert meta["schema_version"] == "1.4" and meta["metadata"]["progagent"]["scale"] == "v1"
+    assert meta["verifier"]["environment_mode"] == "separate" and meta["artifacts"] == ["/app/env", "/app/answer.txt"]
     server = meta["environment"]["mcp_servers"][0]
     assert server["name"] == "task" and server["transport"] == "stdio" and "envs.format.task_server" in server["args"]
     assert (out / "instruction.md").read_text().startswith("Set item 1 to 5.")
