@@ -106,18 +106,65 @@ def test_what_cannot_run_faithfully_is_a_blocker_that_says_what(task_dir):
     (task_dir / "tests" / "test.sh").write_text("#!/bin/bash\napt-get update\napt-get install -y curl\n"
                                                 "curl -LsSf https://astral.sh/uv/install.sh | sh\n"
                                                 "uvx --with pytest pytest /tests/test_state.py\n")
-    with (task_dir / "task.toml").open("a") as f:
-        f.write('\n[[steps]]\nname = "scaffold"\n\n[[steps]]\nname = "implement"\n')
     with pytest.raises(HarborTaskError, match="cannot run faithfully here"):
         load_harbor_task(task_dir)
     task = load_harbor_task(task_dir, strict=False)
     text = "\n".join(task.blockers)
-    assert "a multi-step task (2 steps: scaffold, implement)" in text
     assert "docker-compose.yaml: its services (api-server, main) are sidecar containers" in text
     assert "test.sh:3: `apt-get install -y curl` installs software at run time" in text
     assert "test.sh:4: `curl -LsSf https://astral.sh/uv/install.sh | sh`" in text and "test.sh:5: `uvx" in text
     report = check(task)  # not run: the report says why
-    assert not report.ok and report.nop is None and "multi-step" in report.error
+    assert not report.ok and report.nop is None and "sidecar containers" in report.error
+
+
+def write_multi_step(folder):
+    """A multi-step task in Harbor's layout: shared helpers in tests/, per-step instruction, tests,
+    solution, a step workdir with setup.sh, a step verifier env, min_reward on the first step."""
+    (folder / "environment").mkdir(parents=True)
+    (folder / "environment" / "Dockerfile").write_text("FROM ubuntu:24.04\nWORKDIR /app\n")
+    (folder / "task.toml").write_text(
+        'schema_version = "1.1"\n[environment]\nworkdir = "/app"\n\n'
+        '[[steps]]\nname = "make"\nmin_reward = 1.0\n\n'
+        '[[steps]]\nname = "count"\n[steps.verifier.env]\nEXPECTED = "3"\n')
+    (folder / "tests").mkdir()
+    (folder / "tests" / "helpers.sh").write_text("pass() { echo 1 > /logs/verifier/reward.txt; exit 0; }\n"
+                                                 "fail() { echo 0 > /logs/verifier/reward.txt; exit 0; }\n")
+    steps = {
+        "make": ("Create /app/items.txt with three lines.", "printf 'a\\nb\\nc\\n' > /app/items.txt",
+                 "[ -f /app/items.txt ] && pass; fail"),
+        "count": ("Write the number of lines of items.txt to /app/count.txt.", "wc -l < /app/items.txt > /app/count.txt",
+                  '[ "$(cat /app/count.txt 2>/dev/null)" = "$EXPECTED" ] && [ -f /app/seeded ] && pass; fail'),
+    }
+    for name, (instruction, solve, test) in steps.items():
+        d = folder / "steps" / name
+        for sub in ("tests", "solution"):
+            (d / sub).mkdir(parents=True)
+        (d / "instruction.md").write_text(instruction)
+        (d / "solution" / "solve.sh").write_text(f"#!/bin/bash\nset -e\n{solve}\n")
+        (d / "tests" / "test.sh").write_text(f"#!/bin/bash\nsource /tests/helpers.sh\n{test}\n")
+    (folder / "steps" / "count" / "workdir").mkdir()
+    (folder / "steps" / "count" / "workdir" / "setup.sh").write_text("touch /app/seeded\n")
+    return folder
+
+
+def test_a_multi_step_task_is_checked_step_by_step_and_refused_as_an_episode(tmp_path):
+    folder = write_multi_step(tmp_path / "two-steps")
+    with pytest.raises(HarborTaskError, match=r"a multi-step task \(2 steps: make, count\).*not supported as an "
+                                              r"episode; `progagent harbor check` runs its steps"):
+        load_harbor_task(folder)
+    task = load_harbor_task(folder, strict=False)
+    report = check(task)
+    assert report.ok, report.error
+    assert report.oracle.rewards == {"reward": 1.0} and report.nop.rewards == {"reward": 0.0}
+    notes = "\n".join(report.notes)
+    assert "oracle step make: rewards {'reward': 1.0}" in notes and "oracle step count: rewards {'reward': 1.0}" in notes
+    assert "untouched step make: below min_reward 1.0; the remaining steps are skipped" in notes
+    # the mean over the verified steps (Harbor's default); "final" takes the last step's
+    from envs.harbor.episode import VerifierRun, step_rewards
+
+    runs = [VerifierRun(verdict=None, rewards=r, script=None) for r in ({"reward": 1.0}, {"reward": 0.0, "x": 1.0})]
+    assert step_rewards(runs, None) == {"reward": 0.5, "x": 0.5} and step_rewards(runs, "final") == {"reward": 0.0,
+                                                                                                       "x": 1.0}
 
 
 async def test_an_exported_mcp_server_starts_with_only_an_mcp_clients_default_environment(tmp_path):

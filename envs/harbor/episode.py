@@ -46,7 +46,7 @@ import msgspec
 
 from envs.benchmarks.process import tail
 from envs.episode_env import EnvLimits, StateRefused, restore, snapshot
-from envs.harbor.task import HarborTask, resolve_host_env
+from envs.harbor.task import MAX_CONTEXT_BYTES, HarborTask, HarborTaskError, StepConfig, resolve_host_env
 from envs.runtime import untrusted_fs
 from envs.runtime.episode import Episode, EpisodeState, Runtime
 from envs.runtime.limits import LimitBackend
@@ -234,8 +234,11 @@ def verdict_from_rewards(rewards: dict[str, float]) -> Verdict:
     return Verdict(criteria=criteria or {"reward": score == 1.0}, reward=score, score=score)
 
 
-def verify(task: HarborTask, tree: Path, answer: str | None, timeout_s: float | None = None) -> VerifierRun:
-    """Run tests/test.sh on a container tree (after writing `answer`, unless None) and read its rewards."""
+def verify(task: HarborTask, tree: Path, answer: str | None, timeout_s: float | None = None,
+           step: StepConfig | None = None) -> VerifierRun:
+    """Run tests/test.sh on a container tree (after writing `answer`, unless None) and read its rewards.
+    A `step` of a multi-step task: its tests/ merged over the task's (as Harbor uploads both to /tests),
+    its verifier env over the task's, its verifier timeout."""
     tree = Path(tree)
     if answer is not None:
         # the tree is the model's: its folders may be links by now, so nothing is followed on the way
@@ -246,17 +249,24 @@ def verify(task: HarborTask, tree: Path, answer: str | None, timeout_s: float | 
             return VerifierRun(verdict=Verdict.failed(error), rewards={},
                                script=ScriptRun(exit_code=None, timed_out=False, duration_s=0.0, output_tail=""))
     with tempfile.TemporaryDirectory(prefix="harbor-verify-") as tmp:
-        tests = Path(shutil.copytree(task.tests_dir, Path(tmp) / "tests", symlinks=True))
+        tests = Path(tmp) / "tests"
+        sources = [task.tests_dir] + ([task.step_dir(step.name) / "tests"] if step else [])
+        for src in sources:
+            if src.is_dir():
+                shutil.copytree(src, tests, symlinks=True, dirs_exist_ok=True)
+        tests.mkdir(exist_ok=True)
         logs = Path(tmp) / "logs"
-        for sub in ("verifier", "agent"):
+        for sub in ("verifier", "agent", "artifacts"):
             (logs / sub).mkdir(parents=True)
+        env = task.config.verifier.env | (step.verifier.env if step else {})
+        timeout_s = timeout_s or (step.verifier.timeout_sec if step and step.verifier.timeout_sec else None) \
+            or task.verifier_timeout_s
         script = run_script(task, tree, "/tests/test.sh", binds=[(tests, "/tests"), (logs, "/logs")],
-                            env=task.config.verifier.env, timeout_s=timeout_s or task.verifier_timeout_s,
-                            log_file=logs / "verifier" / "test-stdout.txt")
+                            env=env, timeout_s=timeout_s, log_file=logs / "verifier" / "test-stdout.txt")
         try:
             rewards = read_rewards(logs / "verifier")
         except ValueError as exc:
-            how = f"timed out after {timeout_s or task.verifier_timeout_s:.0f} s" if script.timed_out \
+            how = f"timed out after {timeout_s:.0f} s" if script.timed_out \
                 else f"exit code {script.exit_code}"
             error = f"{task.id}: {exc} ({how}); output: {script.output_tail[-600:]}"
             return VerifierRun(verdict=Verdict.failed(error), rewards={},
@@ -269,12 +279,14 @@ def judge(task: HarborTask, state: EpisodeState | str | Path, answer: str | None
     return verify(task, tree_of(state), answer).verdict
 
 
-def run_oracle(task: HarborTask, tree: Path) -> ScriptRun:
-    """solution/solve.sh in the container view of `tree` (bound at /solution), as Harbor's oracle agent."""
-    if task.solve_script is None:
-        raise FileNotFoundError(f"{task.dir / 'solution' / 'solve.sh'}: no oracle solution")
+def run_oracle(task: HarborTask, tree: Path, step: StepConfig | None = None) -> ScriptRun:
+    """solution/solve.sh (a step's: steps/<name>/solution/solve.sh) in the container view of `tree`
+    (bound at /solution), as Harbor's oracle agent."""
+    folder = (task.step_dir(step.name) if step else task.dir) / "solution"
+    if not (folder / "solve.sh").is_file():
+        raise FileNotFoundError(f"{folder / 'solve.sh'}: no oracle solution")
     with tempfile.TemporaryDirectory(prefix="harbor-solve-") as tmp:
-        solution = Path(shutil.copytree(task.dir / "solution", Path(tmp) / "solution", symlinks=True))
+        solution = Path(shutil.copytree(folder, Path(tmp) / "solution", symlinks=True))
         logs = Path(tmp) / "logs"
         (logs / "agent").mkdir(parents=True)
         return run_script(task, tree, "/solution/solve.sh", binds=[(solution, "/solution"), (logs, "/logs")],
@@ -288,6 +300,8 @@ def check(task: HarborTask) -> CheckReport:
     if task.blockers:
         return CheckReport(task=task.id, ok=False, error="cannot run faithfully here: " + "; ".join(task.blockers),
                            notes=task.layout.notes)
+    if task.config.steps:
+        return check_steps(task)
     with tempfile.TemporaryDirectory(prefix="harbor-check-") as tmp:
         nop = verify(task, task.materialize(Path(tmp) / "nop"), None)
         if task.solve_script is None:
@@ -306,6 +320,81 @@ def check(task: HarborTask) -> CheckReport:
         problems.append(f"oracle: reward {oracle.verdict.reward} {oracle.verdict.error or ''}".strip())
     return CheckReport(task=task.id, ok=not problems, nop=nop, solve=solve, oracle=oracle,
                        error="; ".join(problems) or None, notes=task.layout.notes)
+
+
+def prepare_step(task: HarborTask, tree: Path, step: StepConfig) -> ScriptRun | None:
+    """Before a step's agent, as Harbor does: steps/<name>/workdir/ copied into the WORKDIR (nothing
+    followed), then its setup.sh run there with bash; the setup's run, or None."""
+    source = task.step_dir(step.name) / "workdir"
+    if not source.is_dir():
+        return None
+    try:
+        untrusted_fs.copy_tree(str(source), tree, posixpath.normpath(task.workdir).lstrip("/"), links=True,
+                               max_bytes=MAX_CONTEXT_BYTES)
+    except untrusted_fs.PathRefused as exc:
+        raise HarborTaskError(f"{source}: cannot be copied into the container: {exc}") from None
+    if not (source / "setup.sh").is_file():
+        return None
+    with tempfile.TemporaryDirectory(prefix="harbor-setup-") as tmp:
+        return run_script(task, tree, posixpath.join(task.workdir, "setup.sh"), binds=[], env={},
+                          timeout_s=task.agent_timeout_s, log_file=Path(tmp) / "setup.txt")
+
+
+def step_rewards(runs: list[VerifierRun], strategy: str | None) -> dict[str, float]:
+    """A multi-step task's rewards from its steps' (Harbor's strategies): "final" the last step's,
+    "mean" (the default) per-key means over the steps that were verified, a missing key counting 0."""
+    verified = [r.rewards for r in runs if r.rewards]
+    if not verified:
+        return {}
+    if strategy == "final":
+        return dict(verified[-1])
+    keys = sorted({k for r in verified for k in r})
+    return {k: sum(r.get(k, 0.0) for r in verified) / len(verified) for k in keys}
+
+
+def below_min_reward(rewards: dict[str, float], min_reward: float | dict[str, float] | None) -> bool:
+    if min_reward is None:
+        return False
+    thresholds = {"reward": min_reward} if isinstance(min_reward, int | float) else min_reward
+    return any(rewards.get(k, float("-inf")) < v for k, v in thresholds.items())
+
+
+def run_steps(task: HarborTask, tree: Path, oracle: bool) -> tuple[VerifierRun, list[str]]:
+    """Every step in order on one container tree: its workdir and setup, its oracle (when `oracle`),
+    its verifier; a step below its min_reward ends the run. The task's VerifierRun (rewards by the
+    task's strategy) and a line per step."""
+    runs, lines = [], []
+    for step in task.steps:
+        prepare_step(task, tree, step)
+        if oracle:
+            solve = run_oracle(task, tree, step)
+            if solve.exit_code != 0:
+                lines.append(f"step {step.name}: solve.sh failed (exit {solve.exit_code}): {solve.output_tail[-300:]}")
+        run = verify(task, tree, None, step=step)
+        runs.append(run)
+        lines.append(f"step {step.name}: rewards {run.rewards or run.verdict.error}")
+        if below_min_reward(run.rewards, step.min_reward):
+            lines.append(f"step {step.name}: below min_reward {step.min_reward}; the remaining steps are skipped")
+            break
+    rewards = step_rewards(runs, task.config.multi_step_reward_strategy)
+    verdict = verdict_from_rewards(rewards) if rewards else Verdict.failed("; ".join(lines))
+    return VerifierRun(verdict=verdict, rewards=rewards, script=runs[-1].script), lines
+
+
+def check_steps(task: HarborTask) -> CheckReport:
+    """`check` of a multi-step task: untouched (each step's tests on the state the previous steps left)
+    must give 0, every step's solve.sh then tests must give 1."""
+    with tempfile.TemporaryDirectory(prefix="harbor-check-") as tmp:
+        nop, nop_lines = run_steps(task, task.materialize(Path(tmp) / "nop"), oracle=False)
+        oracle, lines = run_steps(task, task.materialize(Path(tmp) / "oracle"), oracle=True)
+    problems = []
+    if nop.verdict.reward != 0.0:
+        problems.append(f"untouched container: reward {nop.verdict.reward}")
+    if oracle.verdict.reward != 1.0:
+        problems.append(f"oracle: reward {oracle.verdict.reward} ({'; '.join(lines)})")
+    notes = [*task.layout.notes, *(f"oracle {line}" for line in lines), *(f"untouched {line}" for line in nop_lines)]
+    return CheckReport(task=task.id, ok=not problems, nop=nop, oracle=oracle, error="; ".join(problems) or None,
+                       notes=notes)
 
 
 # ---- the fabric's path: the final container tree shipped from an env worker to a judge ----

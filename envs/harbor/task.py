@@ -140,6 +140,19 @@ class EnvironmentConfig(msgspec.Struct):
     docker_image: str | None = None
 
 
+class StepVerifierConfig(msgspec.Struct):
+    timeout_sec: float | None = None
+    env: dict[str, str] = {}
+
+
+class StepConfig(msgspec.Struct):
+    """One step of a multi-step task ([[steps]]): its files are under steps/<name>/."""
+
+    name: str
+    min_reward: float | dict[str, float] | None = None
+    verifier: StepVerifierConfig = msgspec.field(default_factory=StepVerifierConfig)
+
+
 class ProgagentConfig(msgspec.Struct, forbid_unknown_fields=True):
     """[metadata.progagent]: what only ProgAgent reads (Harbor keeps extensions under [metadata])."""
 
@@ -160,7 +173,8 @@ class TaskConfig(msgspec.Struct):
     solution: SolutionConfig = msgspec.field(default_factory=SolutionConfig)
     environment: EnvironmentConfig = msgspec.field(default_factory=EnvironmentConfig)
     progagent: ProgagentConfig = msgspec.field(default_factory=ProgagentConfig)  # [metadata.progagent], or legacy [progagent]
-    steps: list[dict[str, Any]] | None = None
+    steps: list[StepConfig] | None = None
+    multi_step_reward_strategy: str | None = None  # "mean" (Harbor's default) | "final"
     artifacts: list[Any] = []
 
     @property
@@ -175,7 +189,7 @@ class TaskConfig(msgspec.Struct):
 
 #: task.toml fields this emulation uses; every other field present is named in the notes
 USED_FIELDS = {
-    "schema_version", "version", "task", "metadata", "progagent", "steps", "artifacts",
+    "schema_version", "version", "task", "metadata", "progagent", "steps", "artifacts", "multi_step_reward_strategy",
     "verifier.timeout_sec", "verifier.env", "verifier.environment_mode", "verifier.environment",
     "agent.timeout_sec", "solution.env",
     "environment.allow_internet", "environment.network_mode", "environment.memory_mb", "environment.workdir",
@@ -347,6 +361,13 @@ class HarborTask:
     @property
     def tests_dir(self) -> Path:
         return self.dir / "tests"
+
+    @property
+    def steps(self) -> list[StepConfig]:
+        return self.config.steps or []
+
+    def step_dir(self, name: str) -> Path:
+        return self.dir / "steps" / name
 
     @property
     def solve_script(self) -> Path | None:
@@ -553,13 +574,10 @@ def _decode_config(toml_path: Path) -> tuple[TaskConfig, list[str]]:
 
 
 def blockers_of(folder: Path, config: TaskConfig, layout: Layout) -> list[str]:
-    """Why the task cannot run faithfully here, each naming what: a multi-step task, compose sidecars,
+    """Why the task cannot run faithfully here, each naming what: compose sidecars,
     a non-Linux container, GPUs, an MCP server on a sidecar host, scripts that install software at
     run time."""
     out = []
-    if config.steps:
-        out.append(f"{folder / 'task.toml'}: a multi-step task ({len(config.steps)} steps: "
-                   f"{', '.join(str(st.get('name')) for st in config.steps)}) is not supported here")
     compose = folder / "environment" / "docker-compose.yaml"
     if compose.is_file():
         import yaml
@@ -573,7 +591,11 @@ def blockers_of(folder: Path, config: TaskConfig, layout: Layout) -> list[str]:
         out.append(f"{folder / 'task.toml'}: environment.os = {config.environment.os}: only Linux containers are emulated")
     if config.environment.gpus:
         out.append(f"{folder / 'task.toml'}: environment.gpus = {config.environment.gpus}: no GPU in the emulated container")
-    for script in ("tests/test.sh", "solution/solve.sh"):
+    scripts = ["tests/test.sh", "solution/solve.sh"]
+    for step in config.steps or []:
+        scripts += [f"steps/{step.name}/tests/test.sh", f"steps/{step.name}/solution/solve.sh",
+                    f"steps/{step.name}/workdir/setup.sh"]
+    for script in scripts:
         path = folder / script
         if not path.is_file():
             continue
@@ -622,6 +644,14 @@ def load_harbor_task(folder: str | Path, *, strict: bool = True) -> HarborTask:
     blockers = blockers_of(folder, config, layout)
     if blockers and strict:
         raise HarborTaskError(f"{folder}: cannot run faithfully here: " + "; ".join(blockers))
+    if config.steps and strict:
+        raise HarborTaskError(f"{folder / 'task.toml'}: a multi-step task ({len(config.steps)} steps: "
+                              f"{', '.join(st.name for st in config.steps)}): model episodes run one instruction, "
+                              "so it is not supported as an episode; `progagent harbor check` runs its steps")
+    for st in config.steps or []:
+        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", st.name) or not (folder / "steps" / st.name).is_dir():
+            raise HarborTaskError(f"{folder / 'task.toml'}: step {st.name!r} has no folder steps/{st.name}/")
+        layout.notes.append(f"{folder / 'task.toml'}: step {st.name}: healthcheck and artifacts are not emulated")
     try:
         return HarborTask(folder, config, layout, blockers)
     except HarborTaskError as exc:
