@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import msgspec
@@ -65,6 +66,13 @@ class ChatRenderer:
         """Text that closes a model turn after the generated tokens (not trained on)."""
         return self.after_eos if finish_reason == "stop" else self.end_text + self.after_eos
 
+    def user_turn(self, text: str) -> str:
+        """Text that opens a new user turn (and the assistant's reply after it) after a closed model turn."""
+        full = self._render(self._base + [{"role": "user", "content": text}], gen=True)
+        if not full.startswith(self._base_text):
+            raise ValueError("the chat template is not append-only for user turns")
+        return full[len(self._base_text):]
+
     def observation(self, texts: list[str]) -> str:
         full = self._render(self._base + [{"role": "tool", "content": t} for t in texts], gen=True)
         if not full.startswith(self._base_text):
@@ -110,10 +118,13 @@ async def _generate(generator: Generator, renderer: ChatRenderer, ids: list[int]
 async def run_agent(generator: Generator, renderer: ChatRenderer, episode: Episode, harness: Harness,
                     instruction: str, *, task_id: str, scale: str, group_id: str = "", sample_idx: int = 0,
                     limits: LoopLimits | None = None, sampling: SamplingParams | None = None,
-                    deadline: float | None = None) -> Trajectory:
+                    deadline: float | None = None,
+                    followup: Callable[[str], Awaitable[str | None]] | None = None) -> Trajectory:
     """Drive one episode to a final answer or a limit. Never raises for what the model does.
     `deadline` (time.monotonic()): the loop's wall clock; no turn starts past it ("time_limit") and no
-    program runs past it."""
+    program runs past it. `followup(answer)`: the environment's next instruction after an answer (a
+    multi-step task's next step), given as a new user turn in the same conversation; None ends it.
+    The turn limit is the whole episode's."""
     limits = limits or LoopLimits()
     sampling = sampling or SamplingParams()
     specs = harness.tools(episode.tools())
@@ -161,7 +172,17 @@ async def run_agent(generator: Generator, renderer: ChatRenderer, episode: Episo
         truncated = gen.finish_reason != "stop"
         if parsed.is_answer and not truncated:
             answer, termination = strip_think(text), "answer"
-            break
+            following = await followup(answer) if followup is not None else None
+            if following is None:
+                break
+            user_ids = renderer.encode(renderer.turn_close(gen.finish_reason) + renderer.user_turn(following))
+            if len(ids) + len(user_ids) >= limits.max_context_tokens:
+                termination = "context_limit"
+                break
+            append(user_ids, False)
+            messages.append({"role": "user", "content": following})
+            termination = "max_turns"
+            continue
         # execute the calls, then collect every observation of this turn
         t1 = time.perf_counter()
         observations: list[str] = []

@@ -104,10 +104,12 @@ async def run_episode(env: EpisodeEnv, runtime: Runtime, generator: Any, rendere
     try:
         if callable(generator) and not hasattr(generator, "generate"):
             generator = generator(episode)
+        following = getattr(env, "next_instruction", None)  # a multi-step environment's next step
         traj = await run_agent(generator, renderer, episode, tools, env.instruction, task_id=env.ref.task_id,
                                scale=env.ref.scale, group_id=group_id or f"{env.ref.task_id}-{env.ref.scale}",
                                sample_idx=sample_idx, limits=msgspec.structs.replace(limits, max_turns=turns),
-                               sampling=sampling, deadline=deadline)
+                               sampling=sampling, deadline=deadline,
+                               followup=(lambda answer: following(episode, answer)) if following else None)
         await episode.stop()
         final = await judge.final(env, episode, traj.final_answer)
     finally:

@@ -117,13 +117,35 @@ def test_what_cannot_run_faithfully_is_a_blocker_that_says_what(task_dir):
     assert not report.ok and report.nop is None and "sidecar containers" in report.error
 
 
+SHELL_SERVER = """
+import subprocess
+from mcp.server.mcpserver import MCPServer
+
+server = MCPServer("shell")
+
+
+@server.tool()
+def run(command: str) -> str:
+    \"\"\"Run a shell command in /app.\"\"\"
+    out = subprocess.run(command, shell=True, cwd="/app", capture_output=True, text=True, timeout=30)
+    return out.stdout + out.stderr
+
+
+if __name__ == "__main__":
+    server.run()
+"""
+
+
 def write_multi_step(folder):
     """A multi-step task in Harbor's layout: shared helpers in tests/, per-step instruction, tests,
     solution, a step workdir with setup.sh, a step verifier env, min_reward on the first step."""
     (folder / "environment").mkdir(parents=True)
-    (folder / "environment" / "Dockerfile").write_text("FROM ubuntu:24.04\nWORKDIR /app\n")
+    (folder / "environment" / "Dockerfile").write_text("FROM ubuntu:24.04\nWORKDIR /app\nCOPY shell.py /opt/shell/\n")
+    (folder / "environment" / "shell.py").write_text(SHELL_SERVER)
     (folder / "task.toml").write_text(
         'schema_version = "1.1"\n[environment]\nworkdir = "/app"\n\n'
+        '[[environment.mcp_servers]]\nname = "shell"\ntransport = "stdio"\ncommand = "python3"\n'
+        'args = ["/opt/shell/shell.py"]\n\n'
         '[[steps]]\nname = "make"\nmin_reward = 1.0\n\n'
         '[[steps]]\nname = "count"\n[steps.verifier.env]\nEXPECTED = "3"\n')
     (folder / "tests").mkdir()
@@ -147,12 +169,9 @@ def write_multi_step(folder):
     return folder
 
 
-def test_a_multi_step_task_is_checked_step_by_step_and_refused_as_an_episode(tmp_path):
+def test_a_multi_step_task_is_checked_step_by_step(tmp_path):
     folder = write_multi_step(tmp_path / "two-steps")
-    with pytest.raises(HarborTaskError, match=r"a multi-step task \(2 steps: make, count\).*not supported as an "
-                                              r"episode; `progagent harbor check` runs its steps"):
-        load_harbor_task(folder)
-    task = load_harbor_task(folder, strict=False)
+    task = load_harbor_task(folder)
     report = check(task)
     assert report.ok, report.error
     assert report.oracle.rewards == {"reward": 1.0} and report.nop.rewards == {"reward": 0.0}
@@ -189,3 +208,35 @@ async def test_an_exported_mcp_server_starts_with_only_an_mcp_clients_default_en
         assert len(up.tools) >= 3
     finally:
         await up.close()
+
+
+async def test_a_multi_step_episode_is_one_conversation_verified_step_by_step(runtime, tmp_path):
+    """Each answer closes a step: it is verified on the live tree and the next step's instruction is
+    the next user turn; the last step is verified after the episode stopped. A step below its
+    min_reward ends the episode, and the steps never reached count 0."""
+    from envs.harbor.episode import HarborTaskEnv
+    from rollout.agent_loop import ChatRenderer
+    from rollout.episode import run_episode
+    from rollout.generators.scripted import ScriptedGenerator
+    from rollout.teacher import call_text
+    from rollout.tiny_model import project_tokenizer
+    from schema.config import LoopLimits
+
+    renderer = ChatRenderer(project_tokenizer())
+    task = load_harbor_task(write_multi_step(tmp_path / "two-steps"))
+    limits = LoopLimits(max_turns=8, max_context_tokens=1 << 16, max_new_tokens=1 << 12)
+    make = call_text("run", {"command": "printf 'a\\nb\\nc\\n' > items.txt"})
+    count = call_text("run", {"command": "wc -l < items.txt > count.txt"})
+    env = HarborTaskEnv(task)
+    assert env.judged_in_place and env.instruction.startswith("Create /app/items.txt")
+    solved = await run_episode(env, runtime, ScriptedGenerator(renderer.tok, [make, "ANSWER: made", count, "ANSWER: 3"]),
+                               renderer, "dtc", limits=limits)
+    assert solved.termination == "answer" and solved.final_answer.endswith("3") and len(solved.turns) == 4
+    assert solved.reward == 1.0 and solved.criteria == {"step_make": True, "step_count": True}, solved
+    assert "Write the number of lines" in renderer.tok.decode(solved.token_ids)  # step 2 was a user turn
+    lazy = await run_episode(HarborTaskEnv(task), runtime, ScriptedGenerator(renderer.tok, ["ANSWER: done", count]),
+                             renderer, "dtc", limits=limits)
+    assert len(lazy.turns) == 1 and lazy.reward == 0.0 and lazy.criteria == {"step_make": False, "step_count": False}
+    half = await run_episode(HarborTaskEnv(task), runtime, ScriptedGenerator(renderer.tok, [make, "ANSWER: made",
+                             "ANSWER: skipped"]), renderer, "dtc", limits=limits)
+    assert half.reward == 0.5 and half.criteria == {"step_make": True, "step_count": False}, half

@@ -410,10 +410,26 @@ def restore_tree(data: bytes, dst: str | Path) -> Path:
     return restore(data, dst, links=True) / TREE_DIR
 
 
+class StepProgress(msgspec.Struct):
+    """Where a multi-step episode is: the step its agent works on, the steps verified so far."""
+
+    index: int = 0
+    runs: list[VerifierRun] = []
+    stopped: bool = False  # a step fell below its min_reward: no later step runs
+
+
 class HarborTaskEnv:
     """An imported Harbor task as an episode environment (envs/episode_env.py): its container tree and
     MCP servers, [agent] timeout_sec as the episode's wall clock, and its tests/test.sh as the judge
-    (killed at [verifier] timeout_sec; the shipped tree is restored first, bounded)."""
+    (killed at [verifier] timeout_sec; the shipped tree is restored first, bounded).
+
+    A multi-step task is one conversation: the first step's instruction is the prompt; each time the
+    model answers, that step is verified on the live container tree (its tests merged over the task's)
+    and, unless it fell below its min_reward, the next step's workdir and setup.sh are laid out and its
+    instruction is the next user turn. The last step is verified when the episode has stopped. The
+    episode's rewards are the task's strategy over the steps (mean, or final), where a step the episode
+    never reached counts 0 (Harbor leaves unreached steps out of its mean: here stopping early must not
+    pay). Judged in place: the steps' verdicts live with the episode."""
 
     judged_in_place = False  # its final state is shipped to a Judge actor on the fabric
 
@@ -423,17 +439,71 @@ class HarborTaskEnv:
         self.instruction = task.prompt
         self.limits = EnvLimits(episode_timeout_s=task.agent_timeout_s)
         self.judge_timeout_s = task.verifier_timeout_s + JUDGE_GRACE_S
+        self.judged_in_place = bool(task.steps)
+        self._progress: dict[str, StepProgress] = {}  # a multi-step episode's env_root -> its progress
 
     async def open(self, runtime: Runtime) -> Episode:
-        return await open_harbor_episode(runtime, self.task)
+        episode = await open_harbor_episode(runtime, self.task)
+        if self.task.steps:
+            key = episode.final_state().env_root
+            try:
+                await asyncio.to_thread(prepare_step, self.task, tree_of(episode.final_state()), self.task.steps[0])
+            except BaseException:
+                await episode.close()
+                raise
+            self._progress[key] = StepProgress()
+
+            async def forget() -> None:
+                self._progress.pop(key, None)
+
+            episode.on_close(forget)
+        return episode
+
+    async def next_instruction(self, episode: Episode, answer: str) -> str | None:
+        """After an answer: a multi-step task's next step instruction (None: the episode ends)."""
+        progress = self._progress.get(episode.final_state().env_root)
+        if progress is None or progress.stopped or progress.index + 1 >= len(self.task.steps):
+            return None
+        step, tree = self.task.steps[progress.index], tree_of(episode.final_state())
+        run = await asyncio.to_thread(verify, self.task, tree, answer, None, step)
+        progress.runs.append(run)
+        if below_min_reward(run.rewards, step.min_reward) or run.verdict.error:
+            progress.stopped = True
+            return None
+        progress.index += 1
+        await asyncio.to_thread(prepare_step, self.task, tree, self.task.steps[progress.index])
+        return self.task.step_prompt(progress.index)
+
+    def _judge_steps(self, state: EpisodeState | str | Path, answer: str) -> Verdict:
+        key = state.env_root if isinstance(state, EpisodeState) else str(state)
+        progress = self._progress.get(key)
+        if progress is None:
+            return Verdict.failed(f"{self.task.id}: a multi-step task is judged where its episode ran")
+        runs = list(progress.runs)
+        if not progress.stopped:  # the step the episode ended in
+            runs.append(verify(self.task, tree_of(state), answer, step=self.task.steps[progress.index]))
+        errors = [r.verdict.error for r in runs if r.verdict.error]
+        if errors:
+            return Verdict.failed("; ".join(errors))
+        unreached = [VerifierRun(verdict=Verdict.failed("not reached"), rewards={"reward": 0.0}, script=runs[-1].script)
+                     for _ in range(len(self.task.steps) - len(runs))]
+        rewards = step_rewards(runs + unreached, self.task.config.multi_step_reward_strategy)
+        verdict = verdict_from_rewards(rewards)
+        verdict.criteria = {f"step_{st.name}": (r.rewards.get("reward", 0.0) >= 1.0)
+                            for st, r in zip(self.task.steps, runs + unreached, strict=True)}
+        return verdict
 
     def snapshot(self, state: EpisodeState) -> bytes:
         return snapshot_tree(state)
 
     def judge(self, state: EpisodeState | str | Path, answer: str) -> Verdict:
+        if self.task.steps:
+            return self._judge_steps(state, answer)
         return judge(self.task, state, answer)
 
     def judge_shipped(self, state: bytes, answer: str) -> Verdict:
+        if self.task.steps:
+            return Verdict.failed(f"{self.task.id}: a multi-step task is judged in place, where its episode ran")
         try:
             with tempfile.TemporaryDirectory(prefix="harbor-judge-") as tmp:
                 return judge(self.task, restore_tree(state, tmp), answer)

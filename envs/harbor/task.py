@@ -350,8 +350,16 @@ class HarborTask:
 
     @property
     def prompt(self) -> str:
-        """The instruction, plus the one thing our harnesses do differently from a shell agent."""
-        return (self.instruction.rstrip() + f"\n\n(Your final reply, the message without a tool call, is saved "
+        """The instruction (a multi-step task's: its first step's), plus the one thing our harnesses do
+        differently from a shell agent."""
+        return self.step_prompt(0) if self.steps else self._with_answer_note(self.instruction)
+
+    def step_prompt(self, index: int) -> str:
+        text = strip_canary((self.step_dir(self.steps[index].name) / "instruction.md").read_text())
+        return self._with_answer_note(text)
+
+    def _with_answer_note(self, text: str) -> str:
+        return (text.rstrip() + f"\n\n(Your final reply, the message without a tool call, is saved "
                 f"to {self.answer_path} for you before the task is checked.)")
 
     @property
@@ -644,13 +652,11 @@ def load_harbor_task(folder: str | Path, *, strict: bool = True) -> HarborTask:
     blockers = blockers_of(folder, config, layout)
     if blockers and strict:
         raise HarborTaskError(f"{folder}: cannot run faithfully here: " + "; ".join(blockers))
-    if config.steps and strict:
-        raise HarborTaskError(f"{folder / 'task.toml'}: a multi-step task ({len(config.steps)} steps: "
-                              f"{', '.join(st.name for st in config.steps)}): model episodes run one instruction, "
-                              "so it is not supported as an episode; `progagent harbor check` runs its steps")
     for st in config.steps or []:
         if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", st.name) or not (folder / "steps" / st.name).is_dir():
             raise HarborTaskError(f"{folder / 'task.toml'}: step {st.name!r} has no folder steps/{st.name}/")
+        if not (folder / "steps" / st.name / "instruction.md").is_file():
+            raise HarborTaskError(f"{folder / 'steps' / st.name / 'instruction.md'}: required file is missing")
         layout.notes.append(f"{folder / 'task.toml'}: step {st.name}: healthcheck and artifacts are not emulated")
     try:
         return HarborTask(folder, config, layout, blockers)
