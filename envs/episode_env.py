@@ -31,8 +31,9 @@ from __future__ import annotations
 import io
 import tarfile
 import tempfile
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
 import msgspec
 
@@ -100,6 +101,37 @@ class EnvLimits(msgspec.Struct, frozen=True):
     program_timeout_s: float | None = None
     #: wall clock for the whole agent loop (Harbor's [agent] timeout_sec)
     episode_timeout_s: float | None = None
+
+
+T = TypeVar("T")
+
+
+class LiveStates(Generic[T]):
+    """What an environment holds for each of its open episodes (a benchmark's work folder, a driver
+    process, a multi-step episode's progress), found again from the episode's state by `judge`.
+
+        self._live = LiveStates()
+        self._live.track(episode, value, cleanup)     # at open; `cleanup` runs when the episode closes
+        value = self._live.get(state)                 # in judge / snapshot: None when not open here
+    """
+
+    def __init__(self) -> None:
+        self._by_root: dict[str, T] = {}
+
+    def track(self, episode: Episode, value: T, cleanup: Callable[[], Awaitable[None]] | None = None) -> None:
+        key = episode.final_state().env_root
+        self._by_root[key] = value
+
+        async def forget() -> None:
+            self._by_root.pop(key, None)
+            if cleanup is not None:
+                await cleanup()
+
+        episode.on_close(forget)
+
+    def get(self, state: EpisodeState | str | Path) -> T | None:
+        return self._by_root.get(state if isinstance(state, str) else
+                                 str(state) if isinstance(state, Path) else state.env_root)
 
 
 class EpisodeEnv(Protocol):

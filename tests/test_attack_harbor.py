@@ -126,6 +126,7 @@ def test_container_scripts_run_within_the_tasks_memory_and_process_and_file_limi
     """tests/test.sh and solution/solve.sh run what the task and the model's final tree hold: each gets
     the task's [environment] memory_mb, a process cap and a size cap on every file it writes (its
     output log on the host included)."""
+    from envs.benchmarks import process as benchmark_process
     from envs.harbor import episode as harbor_run
     from envs.runtime.limits import LimitBackend
 
@@ -134,7 +135,7 @@ def test_container_scripts_run_within_the_tasks_memory_and_process_and_file_limi
     toml.write_text(toml.read_text().replace("memory_mb = 1024", "memory_mb = 256"))
     task = load_harbor_task(folder)
     backend = LimitBackend(2 * 2**30, 64, file_bytes=8 * 2**20)  # the mechanism, with small numbers
-    monkeypatch.setattr(harbor_run, "_SCRIPT_LIMITS", backend, raising=False)
+    monkeypatch.setattr(benchmark_process, "_SCRIPT_LIMITS", backend, raising=False)
     tree = task.materialize(tmp_path / "tree")
     box = tmp_path / "box"
     (box / "out").mkdir(parents=True)

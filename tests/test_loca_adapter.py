@@ -186,3 +186,17 @@ async def test_a_driver_that_floods_or_hangs_is_cut_off(tmp_path):
         dead.receive(30)
     dead.close()
 
+
+
+def test_a_log_read_back_is_a_bounded_tail_never_through_a_link_or_a_pipe(tmp_path):
+    import os
+
+    from envs.benchmarks.process import tail
+
+    secret = tmp_path / "secret.txt"
+    secret.write_text("HOST SECRET")
+    os.symlink(secret, tmp_path / "linked.log")
+    os.mkfifo(tmp_path / "fifo.log")  # no writer: an open that blocks would hang the host
+    (tmp_path / "big.log").write_bytes(b"x" * 100_000 + b"END")
+    assert tail(tmp_path / "linked.log") == "" and tail(tmp_path / "fifo.log") == ""
+    assert tail(tmp_path / "big.log", 10) == "xxxxxxxEND"

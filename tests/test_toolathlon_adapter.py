@@ -99,3 +99,21 @@ async def test_an_episode_runs_toolathlons_preprocess_servers_and_evaluator(tmp_
 def test_a_task_that_is_not_local_is_refused_before_anything_runs():
     with pytest.raises(ToolathlonError, match="needs-email is not local-only"):
         ToolathlonTaskEnv(ref("needs-email"))
+
+
+@needs_npm
+async def test_a_link_planted_where_the_host_writes_is_never_followed(tmp_path):
+    """The evaluator's trajectory log is the host's file: a server the model drives (python_execute) can
+    write next to the workspace, so a link planted there must not redirect the host's write."""
+    target = tmp_path / "host-file.txt"
+    target.write_text("host data")
+    async with Runtime(RuntimeConfig(warm_pool=0)) as runtime:
+        env = ToolathlonTaskEnv(ref())
+        ep = await env.open(runtime)
+        for name in ("traj_log.json", "evaluation.log"):
+            r = await ep.call_tool("python_execute", {"code": f"import os\nos.symlink({str(target)!r}, '../{name}')"})
+            assert "exit code 0" in r.text, r.text
+        await ep.stop()
+        verdict = await asyncio.to_thread(env.judge, ep.final_state(), "49")
+        await ep.close()
+    assert target.read_text() == "host data" and verdict.error is None

@@ -29,6 +29,8 @@ from pathlib import Path
 
 import msgspec
 
+from envs.benchmarks.sandbox import DISCARDED
+
 READY = ".progagent-ready"
 
 
@@ -58,11 +60,14 @@ def find_python(version: str) -> str:
     pyenv_root = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv"))
     candidates += sorted((str(p) for p in pyenv_root.glob(f"versions/{version}.*/bin/python{version}")), reverse=True)
     for c in candidates:
-        if c and subprocess.run([c, "-c", "import sys"], capture_output=True).returncode == 0:
-            return c
+        try:
+            if c and subprocess.run([c, "-c", "import sys"], capture_output=True, timeout=60).returncode == 0:
+                return c
+        except subprocess.TimeoutExpired:
+            continue
     raise SetupError(f"Python {version} was not found (tried python{version} on the PATH "
-                            f"and {pyenv_root}/versions/{version}.*): install it (e.g. `pyenv install {version}`) or "
-                            "pass the interpreter of an existing environment of the benchmark (its sweep section's `python`)")
+                     f"and {pyenv_root}/versions/{version}.*): install it (e.g. `pyenv install {version}`) or "
+                     "pass the interpreter of an existing environment of the benchmark (its sweep section's `python`)")
 
 
 def node_bin(node_dir: str | Path, package: str) -> Path | None:
@@ -79,11 +84,19 @@ def node_bin(node_dir: str | Path, package: str) -> Path | None:
     return (folder / rel).resolve() if rel else None
 
 
-def _run(what: str, step: str, argv: list[str], **kw) -> None:
-    out = subprocess.run(argv, capture_output=True, text=True, **kw)
+#: the most one setup step (venv, pip, npm) may take
+SETUP_STEP_TIMEOUT_S = 3600.0
+
+
+def _run(what: str, step: str, argv: list[str]) -> None:
+    try:
+        out = subprocess.run(argv, capture_output=True, text=True, timeout=SETUP_STEP_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        raise SetupError(f"{what} environment, {step}: `{' '.join(argv[:6])} …` did not finish within "
+                         f"{SETUP_STEP_TIMEOUT_S:.0f} s") from None
     if out.returncode != 0:
         raise SetupError(f"{what} environment, {step}: `{' '.join(argv[:6])} …` exit {out.returncode}:\n"
-                                f"{(out.stdout + out.stderr)[-3000:]}")
+                         f"{(out.stdout + out.stderr)[-3000:]}")
 
 
 def ensure_environment(spec: BenchmarkEnvironment, root: Path, say: Callable[[str], None] = print) -> str:
@@ -111,11 +124,9 @@ def ensure_environment(spec: BenchmarkEnvironment, root: Path, say: Callable[[st
             (env_dir / "node").mkdir()
             _run(spec.name, "npm", [npm, "install", "--silent", "--no-audit", "--no-fund", "--prefix",
                                     str(env_dir / "node"), *spec.node_packages])
-        from envs.benchmarks.sandbox import DISCARDED
-
-        for pattern in DISCARDED:  # the files its programs write into their installation: made here, /dev/null there
-            for lib in env_dir.glob("lib/python3*"):
-                (lib / pattern.rsplit("/", 1)[1]).touch()
+        for lib in env_dir.glob("lib/python3*"):  # what its programs write into their installation: made
+            for name in DISCARDED:                 # here, /dev/null in the sandbox
+                (lib / name).touch()
         (env_dir / READY).write_text(spec.digest() + "\n")
         say(f"{spec.name} environment ready: {python}")
     return str(python)

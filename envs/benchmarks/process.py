@@ -7,11 +7,13 @@ with everything it started when it is closed or misses a deadline.
     reply = proc.receive(timeout_s=600)      # ProcessFailed: it died, said too much, or took too long
     proc.close()
 
-    run = run_once(argv, timeout_s=300, log_file=...)    # a one-shot command (an evaluator): its exit code
+    run = run_once(argv, timeout_s=300, log_file=...)    # a one-shot script (an evaluator, Harbor's test.sh)
 
 Why so careful: what the process reads was written by the model (the final state it evaluates), so
 its output is untrusted too: a reply is at most MAX_REPLY_BYTES, its output log at most the limits'
-file size, and a process that hangs is killed at the deadline, never waited on.
+file size (and read back as a bounded tail, never through a link or from a pipe), and a process that
+hangs is killed at the deadline, never waited on. One-shot scripts run within `script_limits()`
+unless given other limits.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import os
 import selectors
 import signal
 import subprocess
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -28,6 +31,8 @@ from typing import Any
 
 import msgspec
 
+from envs.runtime import untrusted_fs
+from envs.runtime.limits import LimitBackend
 from envs.runtime.sandbox import BWRAP_ENV
 
 #: the most one reply line may hold (LOCA's: an instruction, server configs, an evaluation's info)
@@ -41,14 +46,37 @@ class ProcessFailed(RuntimeError):
 
 
 def tail(path: Path | None, n: int = TAIL_BYTES) -> str:
+    """The last `n` bytes of a log a sandboxed process wrote ("" when there is none, or it is not a
+    regular file: untrusted_fs.read_tail)."""
     if path is None:
         return ""
     try:
-        with open(path, "rb") as f:
-            f.seek(max(0, os.fstat(f.fileno()).st_size - n))
-            return f.read(n).decode("utf-8", "replace")
+        return untrusted_fs.read_tail(path, n).decode("utf-8", "replace")
     except OSError:
         return ""
+
+
+#: the limits of the one-shot scripts this process runs; see script_limits
+_SCRIPT_LIMITS: LimitBackend | None = None
+_SCRIPT_LIMITS_LOCK = threading.Lock()
+#: no file a script writes (its output log included) grows past this
+SCRIPT_FILE_BYTES = 512 * 2**20
+SCRIPT_PROCESSES = 256
+
+
+def script_limits() -> LimitBackend:
+    """This process's limits backend for one-shot scripts (Harbor's test.sh and solve.sh, benchmark
+    evaluators), made on first use (a judge makes it before it forks the child that runs a script):
+    each script gets its memory, SCRIPT_PROCESSES processes and SCRIPT_FILE_BYTES per file, in its own
+    cgroups where the host has them."""
+    global _SCRIPT_LIMITS
+    with _SCRIPT_LIMITS_LOCK:
+        if _SCRIPT_LIMITS is None:
+            import atexit
+
+            _SCRIPT_LIMITS = LimitBackend(2 * 2**30, SCRIPT_PROCESSES, file_bytes=SCRIPT_FILE_BYTES)
+            atexit.register(_SCRIPT_LIMITS.close)
+        return _SCRIPT_LIMITS
 
 
 class JsonLineProcess:
@@ -100,8 +128,8 @@ class JsonLineProcess:
                 if not sel.select(left):
                     continue
                 chunk = os.read(fd, 1 << 16)
-                if not chunk:
-                    self.proc.wait()
+                if not chunk:  # it closed its output: give it the grace period to exit, then kill it
+                    self.close()
                     raise ProcessFailed(self._why(f"it exited (code {self.proc.returncode}) before replying"))
                 self._buf += chunk
                 if len(self._buf) > MAX_REPLY_BYTES and b"\n" not in self._buf:
@@ -143,30 +171,33 @@ class JsonLineProcess:
             self.limits.release()
 
 
-class OneShot(msgspec.Struct):
+class ScriptRun(msgspec.Struct):
     exit_code: int | None
     timed_out: bool
     duration_s: float
-    output_tail: str
+    output_tail: str  # the last lines of stdout + stderr
 
 
-def run_once(argv: list[str], *, timeout_s: float, log_file: Path, limits: Any = None,
-             memory_bytes: int | None = None, name: str = "benchmark") -> OneShot:
-    """A sandboxed one-shot command, output to `log_file`, killed at `timeout_s`."""
+def run_once(argv: list[str], *, timeout_s: float, log_file: Path, limits: LimitBackend | None = None,
+             memory_bytes: int | None = None, name: str = "script") -> ScriptRun:
+    """A sandboxed one-shot script (argv started with env=BWRAP_ENV), stdout and stderr to `log_file`,
+    within fresh limits from `limits` (default script_limits()) with `memory_bytes`; at `timeout_s`
+    killed, every process of its session and limits."""
     t0 = time.monotonic()
-    sandbox_limits = limits.create(f"{name}-{uuid.uuid4().hex[:8]}", memory_bytes) if limits is not None else None
+    sandbox_limits = (limits or script_limits()).create(f"{name}-{uuid.uuid4().hex[:12]}", memory_bytes)
     timed_out = False
     try:
-        with open(log_file, "ab") as out:
-            proc = subprocess.Popen(sandbox_limits.wrap(argv) if sandbox_limits else argv, stdin=subprocess.DEVNULL,
-                                    stdout=out, stderr=subprocess.STDOUT, env=BWRAP_ENV, start_new_session=True)
+        with open(log_file, "wb") as out:
+            proc = subprocess.Popen(sandbox_limits.wrap(argv), stdin=subprocess.DEVNULL, stdout=out,
+                                    stderr=subprocess.STDOUT, env=BWRAP_ENV, start_new_session=True)
             try:
                 code: int | None = proc.wait(timeout_s)
             except subprocess.TimeoutExpired:
                 timed_out, code = True, None
-                os.killpg(proc.pid, signal.SIGKILL)
+                os.killpg(proc.pid, signal.SIGKILL)  # bwrap dies, and --die-with-parent takes its pid namespace
                 proc.wait()
     finally:
-        if sandbox_limits is not None:
-            sandbox_limits.release()
-    return OneShot(exit_code=code, timed_out=timed_out, duration_s=time.monotonic() - t0, output_tail=tail(log_file))
+        sandbox_limits.release()
+    text = tail(log_file, 64 * 1024)
+    return ScriptRun(exit_code=code, timed_out=timed_out, duration_s=time.monotonic() - t0,
+                     output_tail="\n".join(text.splitlines()[-40:])[-4000:])

@@ -32,10 +32,10 @@ import msgspec
 
 from envs.runtime.sandbox import BWRAP_ENV, isolation_argv, launch_argv, setenv_argv
 
-#: files a benchmark's programs write inside their own installation (excel-mcp-server logs next to its
-#: package): bound to /dev/null, so the installation stays read-only and the log costs no disk; the
-#: environment maker creates them (envs/benchmarks/environment.py)
-DISCARDED = ("lib/python3*/excel-mcp.log",)
+#: files a benchmark's programs write inside their own installation, in its lib/python3.*/ folder
+#: (excel-mcp-server logs next to its package): bound to /dev/null, so the installation stays
+#: read-only and the log costs no disk; the environment maker creates them (envs/benchmarks/environment.py)
+DISCARDED = ("excel-mcp.log",)
 ETC_FILES = ("passwd", "group", "hosts", "nsswitch.conf", "localtime", "ssl", "ca-certificates", "mime.types")
 
 
@@ -87,8 +87,8 @@ def sandbox_options(interp: Interpreter, *, read_only: Sequence[Path], writable:
             argv += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
     for root in interp.roots():
         argv += ["--ro-bind", str(root), str(root)]
-    for pattern in DISCARDED:
-        for path in sorted(Path(interp.prefix).glob(pattern)):
+    for name in DISCARDED:
+        for path in sorted(Path(interp.prefix).glob(f"lib/python3*/{name}")):
             if path.is_file() and not path.is_symlink():
                 argv += ["--dev-bind", "/dev/null", str(path)]
     for p in read_only:

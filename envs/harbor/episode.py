@@ -30,22 +30,16 @@ from __future__ import annotations
 import asyncio
 import json
 import math
-import os
 import posixpath
 import shutil
-import signal
-import subprocess
 import tempfile
-import threading
-import time
-import uuid
 from collections.abc import Sequence
 from pathlib import Path
 
 import msgspec
 
-from envs.benchmarks.process import tail
-from envs.episode_env import EnvLimits, StateRefused, restore, snapshot
+from envs.benchmarks.process import ScriptRun, run_once
+from envs.episode_env import EnvLimits, LiveStates, StateRefused, restore, snapshot
 from envs.harbor.task import MAX_CONTEXT_BYTES, HarborTask, HarborTaskError, StepConfig, resolve_host_env
 from envs.runtime import untrusted_fs
 from envs.runtime.episode import Episode, EpisodeState, Runtime
@@ -58,13 +52,6 @@ TREE_DIR = "container"
 CRITERION = "criterion_"  # reward.json entries named criterion_<name> (what envs/harbor/export.py writes)
 JUDGE_GRACE_S = 30.0  # a judge's deadline beyond [verifier] timeout_sec (restore, copies, bubblewrap)
 
-
-
-class ScriptRun(msgspec.Struct):
-    exit_code: int | None
-    timed_out: bool
-    duration_s: float
-    output_tail: str  # last lines of stdout + stderr
 
 
 class VerifierRun(msgspec.Struct):
@@ -116,54 +103,15 @@ async def open_harbor_episode(runtime: Runtime, task: HarborTask) -> Episode:
     return await runtime.open_episode(prepare)
 
 
-#: the limits of the scripts (tests/test.sh, solution/solve.sh) this process runs; see script_limits
-_SCRIPT_LIMITS: LimitBackend | None = None
-_SCRIPT_LIMITS_LOCK = threading.Lock()
-#: no file a script writes (its output log included) grows past this
-SCRIPT_FILE_BYTES = 512 * 2**20
-SCRIPT_PROCESSES = 256
-
-
-def script_limits() -> LimitBackend:
-    """This process's limits backend for Harbor scripts, made on first use (a judge makes it before it
-    forks the child that runs test.sh): each script gets the task's memory_mb, SCRIPT_PROCESSES
-    processes and SCRIPT_FILE_BYTES per file, in its own cgroups where the host has them."""
-    global _SCRIPT_LIMITS
-    with _SCRIPT_LIMITS_LOCK:
-        if _SCRIPT_LIMITS is None:
-            import atexit
-
-            _SCRIPT_LIMITS = LimitBackend(2 * 2**30, SCRIPT_PROCESSES, file_bytes=SCRIPT_FILE_BYTES)
-            atexit.register(_SCRIPT_LIMITS.close)
-        return _SCRIPT_LIMITS
-
-
 def run_script(task: HarborTask, tree: Path, script: str, *, binds: Sequence[tuple[Path, str]],
                env: dict[str, str], timeout_s: float, log_file: Path) -> ScriptRun:
-    """SCRIPT executed in the container view, within script_limits(); output to log_file; killed (every
-    process in its limits, and the whole namespace) at the deadline."""
-    t0 = time.perf_counter()
-    timed_out = False
-    limits = script_limits().create(f"harbor-{uuid.uuid4().hex[:12]}", task.memory_bytes)
-    try:
-        with open(log_file, "wb") as out, tempfile.TemporaryDirectory(prefix="harbor-bwrap-") as scratch:
-            # as Harbor: made executable and executed (its shebang chooses the interpreter; a file without
-            # one runs in bash, Harbor's exec shell)
-            argv = launch_argv(task.container_argv(tree, binds=binds, env=task.base_env() | resolve_host_env(env)),
-                               ["bash", "-c", 'chmod +x "$0" 2>/dev/null; "$0"', script], scratch)
-            proc = subprocess.Popen(limits.wrap(argv), stdin=subprocess.DEVNULL, stdout=out,
-                                    stderr=subprocess.STDOUT, env=BWRAP_ENV, start_new_session=True)
-            try:
-                code: int | None = proc.wait(timeout_s)
-            except subprocess.TimeoutExpired:
-                timed_out, code = True, None
-                os.killpg(proc.pid, signal.SIGKILL)  # bwrap dies, and --die-with-parent takes its pid namespace
-                proc.wait()
-    finally:
-        limits.release()
-    text = tail(log_file, 64 * 1024)
-    return ScriptRun(exit_code=code, timed_out=timed_out, duration_s=time.perf_counter() - t0,
-                     output_tail="\n".join(text.splitlines()[-40:])[-4000:])
+    """SCRIPT executed in the container view (process.run_once: within script_limits() and the task's
+    memory_mb; output to log_file; killed at the deadline). As Harbor: made executable and executed,
+    so its shebang chooses the interpreter (a file without one runs in bash, Harbor's exec shell)."""
+    with tempfile.TemporaryDirectory(prefix="harbor-bwrap-") as scratch:
+        argv = launch_argv(task.container_argv(tree, binds=binds, env=task.base_env() | resolve_host_env(env)),
+                           ["bash", "-c", 'chmod +x "$0" 2>/dev/null; "$0"', script], scratch)
+        return run_once(argv, timeout_s=timeout_s, log_file=log_file, memory_bytes=task.memory_bytes, name="harbor")
 
 
 #: the most a reward file may hold (test.sh is the task's code: its files are read without following links)
@@ -340,16 +288,15 @@ def prepare_step(task: HarborTask, tree: Path, step: StepConfig) -> ScriptRun | 
                           timeout_s=task.agent_timeout_s, log_file=Path(tmp) / "setup.txt")
 
 
-def step_rewards(runs: list[VerifierRun], strategy: str | None) -> dict[str, float]:
-    """A multi-step task's rewards from its steps' (Harbor's strategies): "final" the last step's,
-    "mean" (the default) per-key means over the steps that were verified, a missing key counting 0."""
-    verified = [r.rewards for r in runs if r.rewards]
-    if not verified:
+def step_rewards(steps: list[dict[str, float]], strategy: str | None) -> dict[str, float]:
+    """A multi-step task's rewards from its steps' rewards (Harbor's strategies): "final" the last
+    step's, "mean" (the default) per-key means over the steps given, a missing key counting 0."""
+    if not steps:
         return {}
     if strategy == "final":
-        return dict(verified[-1])
-    keys = sorted({k for r in verified for k in r})
-    return {k: sum(r.get(k, 0.0) for r in verified) / len(verified) for k in keys}
+        return dict(steps[-1])
+    keys = sorted({k for r in steps for k in r})
+    return {k: sum(r.get(k, 0.0) for r in steps) / len(steps) for k in keys}
 
 
 def below_min_reward(rewards: dict[str, float], min_reward: float | dict[str, float] | None) -> bool:
@@ -373,10 +320,11 @@ def run_steps(task: HarborTask, tree: Path, oracle: bool) -> tuple[VerifierRun, 
         run = verify(task, tree, None, step=step)
         runs.append(run)
         lines.append(f"step {step.name}: rewards {run.rewards or run.verdict.error}")
-        if below_min_reward(run.rewards, step.min_reward):
-            lines.append(f"step {step.name}: below min_reward {step.min_reward}; the remaining steps are skipped")
+        if below_min_reward(run.rewards, step.min_reward) or run.verdict.error:
+            lines.append(f"step {step.name}: below min_reward {step.min_reward} or not verified; the remaining "
+                         "steps are skipped")
             break
-    rewards = step_rewards(runs, task.config.multi_step_reward_strategy)
+    rewards = step_rewards([r.rewards for r in runs if r.rewards], task.config.multi_step_reward_strategy)
     verdict = verdict_from_rewards(rewards) if rewards else Verdict.failed("; ".join(lines))
     return VerifierRun(verdict=verdict, rewards=rewards, script=runs[-1].script), lines
 
@@ -440,28 +388,22 @@ class HarborTaskEnv:
         self.limits = EnvLimits(episode_timeout_s=task.agent_timeout_s)
         self.judge_timeout_s = task.verifier_timeout_s + JUDGE_GRACE_S
         self.judged_in_place = bool(task.steps)
-        self._progress: dict[str, StepProgress] = {}  # a multi-step episode's env_root -> its progress
+        self._progress: LiveStates[StepProgress] = LiveStates()  # a multi-step episode's progress
 
     async def open(self, runtime: Runtime) -> Episode:
         episode = await open_harbor_episode(runtime, self.task)
         if self.task.steps:
-            key = episode.final_state().env_root
             try:
                 await asyncio.to_thread(prepare_step, self.task, tree_of(episode.final_state()), self.task.steps[0])
             except BaseException:
                 await episode.close()
                 raise
-            self._progress[key] = StepProgress()
-
-            async def forget() -> None:
-                self._progress.pop(key, None)
-
-            episode.on_close(forget)
+            self._progress.track(episode, StepProgress())
         return episode
 
     async def next_instruction(self, episode: Episode, answer: str) -> str | None:
         """After an answer: a multi-step task's next step instruction (None: the episode ends)."""
-        progress = self._progress.get(episode.final_state().env_root)
+        progress = self._progress.get(episode.final_state())
         if progress is None or progress.stopped or progress.index + 1 >= len(self.task.steps):
             return None
         step, tree = self.task.steps[progress.index], tree_of(episode.final_state())
@@ -475,8 +417,7 @@ class HarborTaskEnv:
         return self.task.step_prompt(progress.index)
 
     def _judge_steps(self, state: EpisodeState | str | Path, answer: str) -> Verdict:
-        key = state.env_root if isinstance(state, EpisodeState) else str(state)
-        progress = self._progress.get(key)
+        progress = self._progress.get(state)
         if progress is None:
             return Verdict.failed(f"{self.task.id}: a multi-step task is judged where its episode ran")
         runs = list(progress.runs)
@@ -485,12 +426,11 @@ class HarborTaskEnv:
         errors = [r.verdict.error for r in runs if r.verdict.error]
         if errors:
             return Verdict.failed("; ".join(errors))
-        unreached = [VerifierRun(verdict=Verdict.failed("not reached"), rewards={"reward": 0.0}, script=runs[-1].script)
-                     for _ in range(len(self.task.steps) - len(runs))]
-        rewards = step_rewards(runs + unreached, self.task.config.multi_step_reward_strategy)
-        verdict = verdict_from_rewards(rewards)
-        verdict.criteria = {f"step_{st.name}": (r.rewards.get("reward", 0.0) >= 1.0)
-                            for st, r in zip(self.task.steps, runs + unreached, strict=True)}
+        # a step never reached counts 0 (module docstring of the class)
+        steps = [r.rewards for r in runs] + [{"reward": 0.0}] * (len(self.task.steps) - len(runs))
+        verdict = verdict_from_rewards(step_rewards(steps, self.task.config.multi_step_reward_strategy))
+        verdict.criteria = {f"step_{st.name}": r.get("reward", 0.0) >= 1.0
+                            for st, r in zip(self.task.steps, steps, strict=True)}
         return verdict
 
     def snapshot(self, state: EpisodeState) -> bytes:

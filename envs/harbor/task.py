@@ -479,24 +479,14 @@ def unpassed_vars(config: TaskConfig) -> list[str]:
 
 
 def check_context_links(context: Path) -> None:
-    """Refuse a build context whose symbolic links leave it: an absolute target, or a relative one
-    that climbs above environment/ (checked as text: nothing is resolved)."""
+    """Refuse a build context whose symbolic links leave it, or that holds what is not a folder, file
+    or link (untrusted_fs.check_links_inside: checked as text, nothing is resolved)."""
     if not context.is_dir():
         return
     try:
-        for entry in untrusted_fs.walk(context, max_entries=untrusted_fs.DEFAULT_MAX_ENTRIES):
-            if not entry.is_link:
-                if not (entry.is_dir or entry.is_file):
-                    raise HarborTaskError(f"{context / entry.path}: {untrusted_fs.describe_mode(entry.st.st_mode)} "
-                                          f"in the build context; only folders, files and links are copied")
-                continue
-            target = entry.readlink()
-            inside = posixpath.normpath(posixpath.join(posixpath.dirname(entry.path), target))
-            if target.startswith("/") or inside == ".." or inside.startswith("../"):
-                raise HarborTaskError(f"{context / entry.path}: a symbolic link to {target!r} leaves the build "
-                                      f"context; links must point inside environment/")
+        untrusted_fs.check_links_inside(context, "the build context")
     except untrusted_fs.PathRefused as exc:
-        raise HarborTaskError(f"{context}: {exc}") from None
+        raise HarborTaskError(f"{context}/{exc}; links must point inside environment/") from None
 
 
 def _is_under(path: str, root: str) -> bool:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import errno
 import os
+import posixpath
 import secrets
 import stat
 import tarfile
@@ -159,6 +160,31 @@ def read_file(root: str | Path, relpath: str, max_bytes: int) -> bytes:
     if len(data) > max_bytes:
         raise PathRefused(f"{relpath!r} grew past {max_bytes:,} bytes while it was read")
     return data
+
+
+def read_tail(path: str | Path, max_bytes: int) -> bytes:
+    """The last `max_bytes` of the regular file at host path `path` (a log a sandboxed process wrote):
+    its last component not followed, never a pipe or device, at most `max_bytes` read."""
+    fd, st = _open_leaf(Path(path))
+    with os.fdopen(fd, "rb") as f:
+        f.seek(max(0, st.st_size - max_bytes))
+        return f.read(max_bytes)
+
+
+def check_links_inside(root: str | Path, what: str = "the folder", *, max_entries: int = DEFAULT_MAX_ENTRIES) -> None:
+    """PathRefused when a symbolic link under `root` leaves it (an absolute target, or a relative one
+    that climbs above `root`), or when `root` holds anything but folders, files and links. Checked
+    as text: nothing is resolved, so nothing outside `root` is touched."""
+    for entry in walk(root, max_entries=max_entries):
+        if not entry.is_link:
+            if not (entry.is_dir or entry.is_file):
+                raise PathRefused(f"{entry.path}: {describe_mode(entry.st.st_mode)} in {what}; only folders, "
+                                  "files and links are copied")
+            continue
+        target = entry.readlink()
+        inside = posixpath.normpath(posixpath.join(posixpath.dirname(entry.path), target))
+        if target.startswith("/") or inside == ".." or inside.startswith("../"):
+            raise PathRefused(f"{entry.path} in {what} links outside it: the symbolic link to {target!r} leaves {what}")
 
 
 def write_file(root: str | Path, relpath: str, data: bytes, *, make_parents: bool = True, mode: int = 0o644) -> int:

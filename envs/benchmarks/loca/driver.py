@@ -20,7 +20,7 @@ Why the state is generated here and not shipped: LOCA generates due dates from t
 state and its ground truth belong together; the launch time is reported and recorded with the rollout.
 
 Only the standard library is imported here (this file is not part of LOCA's environment). Everything
-LOCA prints goes to the log file named by PROGAGENT_DRIVER_LOG, never into the reply stream.
+LOCA prints goes to stderr (the log the host opened for it), never into the reply stream.
 """
 
 import datetime
@@ -75,9 +75,7 @@ def main():
     checkout, task_dir = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
     reply_fd = os.dup(1)
     replies = os.fdopen(reply_fd, "w", buffering=1, encoding="utf-8")
-    log = os.open(os.environ.get("PROGAGENT_DRIVER_LOG", os.devnull), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-    os.dup2(log, 1)
-    os.dup2(log, 2)
+    os.dup2(2, 1)  # what LOCA prints joins its stderr: the log the host opened, outside the sandbox
     sys.stdout = os.fdopen(1, "w", buffering=1, encoding="utf-8", errors="replace", closefd=False)
     sys.stderr = os.fdopen(2, "w", buffering=1, encoding="utf-8", errors="replace", closefd=False)
 

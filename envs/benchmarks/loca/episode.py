@@ -34,7 +34,6 @@ by the process that holds it, on the env worker, under the same deadline a judge
 from __future__ import annotations
 
 import asyncio
-import logging
 import uuid
 from pathlib import Path
 from typing import Any
@@ -43,14 +42,12 @@ from envs.benchmarks.commands import server_command
 from envs.benchmarks.loca.checkout import LocaCheckout, LocaError
 from envs.benchmarks.process import JsonLineProcess, ProcessFailed
 from envs.benchmarks.sandbox import interpreter, sandbox_options, sandboxed
-from envs.episode_env import EnvLimits
+from envs.episode_env import EnvLimits, LiveStates
 from envs.runtime import untrusted_fs
 from envs.runtime.episode import Episode, EpisodeState, Runtime
 from envs.runtime.sandbox import BWRAP_ENV
 from envs.runtime.upstream import Upstream, UpstreamSpec
 from schema.records import LocaRef, Verdict
-
-log = logging.getLogger(__name__)
 
 DRIVER = Path(__file__).with_name("driver.py")
 #: LOCA's agent loop gives a tool call 120 s
@@ -79,21 +76,20 @@ class LocaState:
         self.driver: JsonLineProcess | None = None
         self.reply: dict[str, Any] = {}
 
-    def options(self, cwd: Path, env: dict[str, str] | None = None, logs_writable: bool = False) -> list[str]:
+    def options(self, cwd: Path, env: dict[str, str] | None = None) -> list[str]:
         read_only = [Path(self.ref.checkout), DRIVER]
         if self.ref.node_dir:
             read_only.append(Path(self.ref.node_dir))
-        writable = [self.state_root] + ([self.logs] if logs_writable else [])
-        return sandbox_options(self.interp, read_only=read_only, writable=writable, cwd=cwd, env=env)
+        return sandbox_options(self.interp, read_only=read_only, writable=[self.state_root], cwd=cwd, env=env)
 
     def generate(self, config: dict[str, Any], limits: Any) -> dict[str, Any]:
         """LOCA's generator, run once: the state under task_dir and the driver's first reply."""
         for d in (self.state_root, self.logs, self.scratch):
             d.mkdir(parents=True, exist_ok=True)
-        driver_log = self.logs / "loca-driver.log"
-        argv = sandboxed(self.options(self.state_root, {"PROGAGENT_DRIVER_LOG": str(driver_log)}, logs_writable=True),
+        driver_log = self.logs / "loca-driver.log"  # opened here: nothing in the sandbox can replace it
+        argv = sandboxed(self.options(self.state_root),
                          [self.interp.python, str(DRIVER), self.ref.checkout, str(self.task_dir)], self.scratch)
-        self.driver = JsonLineProcess.start(argv, log_file=self.logs / "loca-driver.stderr.log", limits=limits,
+        self.driver = JsonLineProcess.start(argv, log_file=driver_log, limits=limits,
                                             memory_bytes=DRIVER_MEMORY_BYTES, name="LOCA state generator")
         self.driver.send(config)
         reply = self.driver.receive(GENERATE_TIMEOUT_S)
@@ -163,7 +159,7 @@ class LocaTaskEnv:
         self.instruction = ""  # LOCA's instruction, known once its generator ran (open)
         self.limits = EnvLimits()
         self.judge_timeout_s = judge_timeout_s or JUDGE_TIMEOUT_S
-        self._states: dict[str, LocaState] = {}  # episode env_root -> its live state
+        self._states: LiveStates[LocaState] = LiveStates()
 
     async def open(self, runtime: Runtime) -> Episode:
         work = Path(runtime.root) / f"loca-{uuid.uuid4().hex[:12]}"
@@ -177,18 +173,11 @@ class LocaTaskEnv:
         except BaseException:
             await state.close()
             raise
-        key = episode.final_state().env_root
-        self._states[key] = state
-
-        async def forget() -> None:
-            self._states.pop(key, None)
-            await state.close()
-
-        episode.on_close(forget)
+        self._states.track(episode, state, state.close)
         return episode
 
     def judge(self, state: EpisodeState | str | Path, answer: str) -> Verdict:
-        live = self._states.get(state.env_root if isinstance(state, EpisodeState) else str(state))
+        live = self._states.get(state)
         if live is None:
             return Verdict.failed(f"{self.ref.task_id}: not an open episode of this environment (LOCA judges live states)")
         return live.judge(self.judge_timeout_s)

@@ -23,7 +23,7 @@ from envs.benchmarks.commands import server_command
 from envs.benchmarks.mcpmark.checkout import MCPMarkCheckout
 from envs.benchmarks.process import run_once
 from envs.benchmarks.sandbox import interpreter, sandbox_options, sandboxed
-from envs.episode_env import EnvLimits, StateRefused, restore, snapshot
+from envs.episode_env import EnvLimits, LiveStates, StateRefused, restore, snapshot
 from envs.runtime import untrusted_fs
 from envs.runtime.episode import Episode, EpisodeState, Runtime
 from envs.runtime.sandbox import BWRAP_ENV
@@ -49,7 +49,7 @@ class MCPMarkTaskEnv:
         self.instruction = (self.dir / "description.md").read_text(encoding="utf-8", errors="replace") + NOTE
         self.limits = EnvLimits()
         self.judge_timeout_s = judge_timeout_s or JUDGE_TIMEOUT_S
-        self._open: dict[str, Path] = {}
+        self._open: LiveStates[Path] = LiveStates()  # an episode's work folder
 
     def _options(self, state_root: Path, cwd: Path, env: dict[str, str] | None = None) -> list[str]:
         read_only = [self.checkout.path] + ([Path(self.ref.node_dir)] if self.ref.node_dir else [])
@@ -58,10 +58,11 @@ class MCPMarkTaskEnv:
     def prepare(self, work: Path) -> Path:
         copy = work / "state" / self.task.category
         copy.parent.mkdir(parents=True)
+        try:  # the cache is the user's: a link out of it is refused before anything is copied
+            untrusted_fs.check_links_inside(self.source, "the data cache")
+        except untrusted_fs.PathRefused as exc:
+            raise ValueError(f"{self.ref.task}: {exc}") from None
         shutil.copytree(self.source, copy, symlinks=True)  # copy2: modification times kept, as MCPMark's copy
-        for p in copy.rglob("*"):  # the cache is the user's: a link out of the copy is refused
-            if p.is_symlink() and not p.resolve().is_relative_to(copy.resolve()):
-                raise ValueError(f"{self.ref.task}: {p.relative_to(copy)} in the data cache links outside it")
         return copy
 
     async def open(self, runtime: Runtime) -> Episode:
@@ -77,14 +78,7 @@ class MCPMarkTaskEnv:
         except BaseException:
             await asyncio.to_thread(untrusted_fs.remove_tree, work)
             raise
-        key = episode.final_state().env_root
-        self._open[key] = work
-
-        async def forget() -> None:
-            self._open.pop(key, None)
-            await asyncio.to_thread(untrusted_fs.remove_tree, work)
-
-        episode.on_close(forget)
+        self._open.track(episode, work, lambda: asyncio.to_thread(untrusted_fs.remove_tree, work))
         return episode
 
     def verify(self, state_root: Path, limits: Any = None) -> Verdict:
@@ -103,13 +97,13 @@ class MCPMarkTaskEnv:
         return Verdict(criteria={"mcpmark_verify": passed}, reward=float(passed), score=float(passed))
 
     def judge(self, state: EpisodeState | str | Path, answer: str) -> Verdict:
-        work = self._open.get(state.env_root if isinstance(state, EpisodeState) else str(state))
+        work = self._open.get(state)
         if work is None:
             return Verdict.failed(f"{self.ref.task}: not an open episode of this environment")
         return self.verify(work / "state")
 
     def snapshot(self, state: EpisodeState) -> bytes:
-        return snapshot([(self._open[state.env_root] / "state" / self.task.category, self.task.category)])
+        return snapshot([(self._open.get(state) / "state" / self.task.category, self.task.category)])
 
     def judge_shipped(self, state: bytes, answer: str) -> Verdict:
         try:

@@ -44,7 +44,7 @@ from envs.benchmarks.commands import server_command
 from envs.benchmarks.process import run_once
 from envs.benchmarks.sandbox import interpreter, sandbox_options, sandboxed
 from envs.benchmarks.toolathlon.checkout import PROVIDED_TOOLS, ToolathlonCheckout, ToolathlonError
-from envs.episode_env import EnvLimits, StateRefused, restore, snapshot
+from envs.episode_env import EnvLimits, LiveStates, StateRefused, restore, snapshot
 from envs.runtime import untrusted_fs
 from envs.runtime.episode import Episode, EpisodeState, Runtime
 from envs.runtime.sandbox import BWRAP_ENV
@@ -82,10 +82,10 @@ class ToolathlonTaskEnv:
         self.instruction = ""
         self.limits = EnvLimits()
         self.judge_timeout_s = judge_timeout_s or JUDGE_TIMEOUT_S
-        self._open: dict[str, tuple[Path, str]] = {}  # episode env_root -> (its work folder, launch time)
+        self._open: LiveStates[tuple[Path, str]] = LiveStates()  # (an episode's work folder, its launch time)
 
-    def _options(self, state_root: Path, cwd: Path) -> list[str]:
-        read_only = [self.checkout.path, LOCAL_TOOLS] + ([Path(self.ref.node_dir)] if self.ref.node_dir else [])
+    def _options(self, state_root: Path, cwd: Path, also_read: tuple[Path, ...] = ()) -> list[str]:
+        read_only = [self.checkout.path, LOCAL_TOOLS, *also_read] + ([Path(self.ref.node_dir)] if self.ref.node_dir else [])
         return sandbox_options(self.interp, read_only=read_only, writable=[state_root], cwd=cwd)
 
     def prompt(self, workspace: Path, launch_time: str) -> str:
@@ -104,10 +104,11 @@ class ToolathlonTaskEnv:
             d.mkdir(parents=True, exist_ok=True)
         initial = self.dir / "initial_workspace"
         if initial.is_dir():
+            try:  # the benchmark's files: a link out of them is refused before anything is copied
+                untrusted_fs.check_links_inside(initial, "initial_workspace")
+            except untrusted_fs.PathRefused as exc:
+                raise ToolathlonError(f"{self.ref.task}: {exc}") from None
             shutil.copytree(initial, ws, symlinks=True, dirs_exist_ok=True)
-            for p in ws.rglob("*"):  # the benchmark's files: a link out of the workspace is refused
-                if p.is_symlink() and not p.resolve().is_relative_to(ws.resolve()):
-                    raise ToolathlonError(f"{self.ref.task}: initial_workspace/{p.relative_to(ws)} links outside it")
         if self.task.has_preprocess:
             argv = sandboxed(self._options(state_root, self.checkout.path),
                              [self.interp.python, "-m", f"tasks.finalpool.{self.ref.task}.preprocess.main",
@@ -153,22 +154,17 @@ class ToolathlonTaskEnv:
         except BaseException:
             await asyncio.to_thread(untrusted_fs.remove_tree, work)
             raise
-        key = episode.final_state().env_root
-        self._open[key] = (work, launch_time)
-
-        async def forget() -> None:
-            self._open.pop(key, None)
-            await asyncio.to_thread(untrusted_fs.remove_tree, work)
-
-        episode.on_close(forget)
+        self._open.track(episode, (work, launch_time), lambda: asyncio.to_thread(untrusted_fs.remove_tree, work))
         return episode
 
     def evaluate(self, state_root: Path, launch_time: str, answer: str, limits: Any = None) -> Verdict:
         """Toolathlon's evaluator on the workspace under `state_root` (module docstring, step 4)."""
         ws = state_root / "workspace"
+        # host-owned and read-only to the evaluator: state_root is the model's (a link planted there
+        # would redirect a host write)
         scratch = Path(tempfile.mkdtemp(prefix="toolathlon-eval-"))
         try:
-            log = state_root / "traj_log.json"
+            log = scratch / "traj_log.json"
             task_md = (self.dir / "docs" / "task.md").read_text(encoding="utf-8", errors="replace")
             log.write_text(json.dumps({
                 "config": {"task_dir": f"finalpool/{self.ref.task}", "id": f"finalpool-{self.ref.task}",
@@ -177,7 +173,7 @@ class ToolathlonTaskEnv:
                 "status": "success",
                 "messages": [{"role": "user", "content": task_md}, {"role": "assistant", "content": answer}]}))
             gt = f"tasks/finalpool/{self.ref.task}/groundtruth_workspace" if self.task.has_groundtruth else "None"
-            argv = sandboxed(self._options(state_root, self.checkout.path),
+            argv = sandboxed(self._options(state_root, self.checkout.path, (log,)),
                              [self.interp.python, "-m", f"tasks.finalpool.{self.ref.task}.evaluation.main",
                               "--res_log_file", str(log), "--agent_workspace", str(ws), "--groundtruth_workspace", gt,
                               "--launch_time", launch_time], scratch)
@@ -194,14 +190,14 @@ class ToolathlonTaskEnv:
         return Verdict(criteria={"toolathlon_evaluator": passed}, reward=float(passed), score=float(passed))
 
     def judge(self, state: EpisodeState | str | Path, answer: str) -> Verdict:
-        key = state.env_root if isinstance(state, EpisodeState) else str(state)
-        if key not in self._open:
+        live = self._open.get(state)
+        if live is None:
             return Verdict.failed(f"{self.ref.task}: not an open episode of this environment")
-        work, launch_time = self._open[key]
+        work, launch_time = live
         return self.evaluate(work / "state", launch_time, answer)
 
     def snapshot(self, state: EpisodeState) -> bytes:
-        work, launch_time = self._open[state.env_root]
+        work, launch_time = self._open.get(state)
         meta = work / "meta"
         meta.mkdir(exist_ok=True)
         (meta / META).write_text(json.dumps({"launch_time": launch_time}))
