@@ -132,7 +132,7 @@ def test_binds_name_real_folders_outside_the_sandboxs_own_layout(tmp_path):
     data = tmp_path / "data"
     data.mkdir()
     (tmp_path / "link").symlink_to(data)
-    assert host_binds([str(data), f"{data}:rw"]) == ["--ro-bind", str(data), str(data), "--bind", str(data), str(data)]
+    assert host_binds([str(data), f"{data}:rw"]) == [(data, False), (data, True)]
     for entry, why in ((str(tmp_path / "link"), "resolves to"), ("data", "absolute path"),
                        (str(tmp_path / "nope"), "not a folder"), ("/usr/lib", "overlaps the sandbox's own /usr"),
                        ("/", "overlaps"), ("/tmp", "overlaps the sandbox's own /tmp")):

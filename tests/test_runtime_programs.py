@@ -89,7 +89,8 @@ async def test_large_output_is_cut_with_a_marker(episode):
     assert len(r.text) < 51_000
     assert r.text.startswith("z" * 1000)
     assert "output cut: 950,001 of 1,000,001 characters not shown" in r.text
-    assert r.output_chars == 1_000_001
+    # the host's own count: what reached it (the kernel's shim cut the rest; its claim is only shown)
+    assert 50_000 < r.output_chars <= 100_001
     assert (await episode.run_program("print('fine')")).text == "fine"
 
 

@@ -94,7 +94,7 @@ class JsonLineProcess:
         """`argv` (a sandboxed argv, started with env=BWRAP_ENV) within fresh limits from the `limits`
         backend (None: none), stderr to `log_file`."""
         sandbox_limits = limits.create(f"{name}-{uuid.uuid4().hex[:8]}", memory_bytes) if limits is not None else None
-        err = open(log_file, "ab") if log_file is not None else subprocess.DEVNULL
+        err = untrusted_fs.open_log(log_file) if log_file is not None else subprocess.DEVNULL
         try:
             proc = subprocess.Popen(sandbox_limits.wrap(argv) if sandbox_limits else argv, stdin=subprocess.PIPE,
                                     stdout=subprocess.PIPE, stderr=err, env=BWRAP_ENV, start_new_session=True)
@@ -187,7 +187,7 @@ def run_once(argv: list[str], *, timeout_s: float, log_file: Path, limits: Limit
     sandbox_limits = (limits or script_limits()).create(f"{name}-{uuid.uuid4().hex[:12]}", memory_bytes)
     timed_out = False
     try:
-        with open(log_file, "wb") as out:
+        with untrusted_fs.open_log(log_file, append=False) as out:
             proc = subprocess.Popen(sandbox_limits.wrap(argv), stdin=subprocess.DEVNULL, stdout=out,
                                     stderr=subprocess.STDOUT, env=BWRAP_ENV, start_new_session=True)
             try:

@@ -44,7 +44,7 @@ from envs.runtime.bridge import ToolBridge
 from envs.runtime.kernel import SandboxedKernel
 from envs.runtime.limits import LimitBackend
 from envs.runtime.output import render
-from envs.runtime.sandbox import host_binds, parse_bind
+from envs.runtime.sandbox import HeldFolders, check_binds, project_home
 from envs.runtime.upstream import ToolCallRecord, Upstream, Upstreams, UpstreamSpec, error_text
 from schema.config import RuntimeConfig
 
@@ -81,18 +81,38 @@ class EpisodeState(msgspec.Struct):
 
 
 class Slot:
-    """A started sandboxed kernel with its bridge, waiting for an episode."""
+    """A started sandboxed kernel with its bridge, waiting for an episode.
 
-    def __init__(self, root: Path, config: RuntimeConfig, limits: LimitBackend, workspace: Path | None = None):
+    Its folders are held open for its life (sandbox.HeldFolders): the workspace, every bind and every
+    extra folder its disk limit counts, so that kernel restarts bind, and disk checks walk, the
+    folders that were checked when it opened, never a path a program could have changed since."""
+
+    def __init__(self, root: Path, config: RuntimeConfig, limits: LimitBackend, workspace: Path | None = None,
+                 binds: Sequence[tuple[Path, bool]] = (), counted: Sequence[Path] = ()):
         self.id = uuid.uuid4().hex[:12]
         self.dir = root / self.id
         self.tools_dir = self.dir / "tools"
         self.env_root = self.dir / "env"
         self.workspace = workspace or self.env_root / "workspace"
-        for d in (self.tools_dir, self.workspace):
+        self.owns_workspace = workspace is None
+        for d in (self.tools_dir, self.env_root, self.workspace if self.owns_workspace else self.env_root):
             d.mkdir(parents=True, exist_ok=True)
+        self.held = HeldFolders()
+        try:
+            self.workspace_fd = self.held.hold(self.workspace)
+            self.binds = [(self.held.hold(path), path, writable) for path, writable in binds]
+            # what its disk limit counts: its own folders, a caller's workspace, folders bound read-write
+            # (a program must not fill the host's disk through one) and the environment's own (`counted`)
+            self._counted: list[untrusted_fs.Root] = [self.env_root]
+            if not self.owns_workspace:
+                self._counted.append(self.workspace_fd)
+            self._counted += [fd for fd, _, writable in self.binds if writable]
+            self._counted += [self.held.hold(p) for p in counted]
+        except BaseException:
+            self.held.close()
+            raise
         self.bridge = ToolBridge(self.tools_dir / "tools.sock")
-        self.kernel = SandboxedKernel(self.dir, self.tools_dir, self.workspace, limits, config)
+        self.kernel = SandboxedKernel(self.dir, self.tools_dir, self.workspace_fd, limits, config, binds=self.binds)
 
     async def start(self) -> Slot:
         await self.bridge.start()
@@ -103,20 +123,16 @@ class Slot:
             raise
         return self
 
-    def disk_roots(self) -> list[Path]:
-        """The host folders a sandboxed program (or its tools) writes into."""
-        roots = [self.env_root, self.kernel.kernel_dir]
-        if not self.workspace.is_relative_to(self.env_root):
-            roots.append(self.workspace)
-        # folders bound read-write count too: a program must not fill the host's disk through one
-        roots += [path for path, writable in map(parse_bind, self.kernel.config.binds) if writable]
-        return roots
+    def disk_roots(self) -> list[untrusted_fs.Root]:
+        """The folders a sandboxed program (or its tools) writes into, as the disk limit walks them."""
+        return [*self._counted, self.kernel.kernel_dir]
 
     async def destroy(self) -> None:
         """Kernel, bridge and files gone; the removal has a deadline (CLEANUP_TIMEOUT_S: past it, it
         goes on in its thread and this returns), so that close() completes whatever a program left."""
         await self.kernel.shutdown()
         await self.bridge.close()
+        self.held.close()
         try:
             await asyncio.wait_for(asyncio.shield(asyncio.to_thread(untrusted_fs.remove_tree, self.dir)),
                                    CLEANUP_TIMEOUT_S)
@@ -233,8 +249,7 @@ class Episode:
         cfg = self.runtime.config
         walk = functools.partial(untrusted_fs.disk_usage, self.slot.disk_roots(), max_bytes=1 << 62,
                                  max_entries=10**7, max_depth=max(cfg.disk_depth, 256))
-        own = self.slot.workspace.is_relative_to(self.slot.env_root)
-        self._disk_base = walk() if own else await asyncio.to_thread(walk)
+        self._disk_base = walk() if self.slot.owns_workspace else await asyncio.to_thread(walk)
 
     async def _check_disk(self, in_thread: bool = False) -> str | None:
         """Why the episode passed its disk limit (and then end it), or None. Walked here after a program
@@ -265,9 +280,9 @@ class Episode:
 
     async def _halt_and_clear(self) -> None:
         await self.slot.kernel.halt()
-        if self.slot.workspace.is_relative_to(self.slot.env_root):  # the runtime's own folder, not a caller's
+        if self.slot.owns_workspace:  # the runtime's own folder, not a caller's
             try:
-                await asyncio.to_thread(untrusted_fs.clear_folder, self.slot.workspace)
+                await asyncio.to_thread(untrusted_fs.clear_folder, self.slot.workspace_fd)
             except OSError:
                 log.exception("could not clear %s", self.slot.workspace)
 
@@ -325,6 +340,11 @@ class Runtime:
         self._filling = 0
         self._fill_tasks: set[asyncio.Task] = set()
         self._episodes: set[Episode] = set()
+        self._env_folders: set[Path] = set()
+        #: the folders this runtime writes: no bind may overlap one (sandbox.check_binds)
+        self.owned = [self.root.resolve(), *([Path(self.config.logs_dir).resolve()] if self.config.logs_dir else []),
+                      *filter(None, [project_home()])]
+        self.binds = check_binds(self.config.binds, owned=self.owned)  # a bad one is refused now, with the reason
         self.closed = False
 
     @property
@@ -347,9 +367,22 @@ class Runtime:
             self._fill_tasks.add(task)
             task.add_done_callback(self._fill_tasks.discard)
 
+    def env_folder(self, kind: str) -> Path:
+        """A fresh folder for an environment's own files (a benchmark's state, its logs), under the
+        runtime's root: the one place there that an episode may bind (open_episode's `binds` and
+        `workspace`). Removed with remove_env_folder (or with the runtime)."""
+        folder = self.root / "envs" / f"{kind}-{uuid.uuid4().hex[:12]}"
+        folder.mkdir(parents=True)
+        self._env_folders.add(folder.resolve())
+        return folder
+
+    async def remove_env_folder(self, folder: Path) -> None:
+        self._env_folders.discard(Path(folder).resolve())
+        await asyncio.to_thread(untrusted_fs.remove_tree, folder)
+
     async def _fill_one(self) -> None:
         try:
-            slot = await Slot(self.root, self.config, self.limits).start()
+            slot = await Slot(self.root, self.config, self.limits, binds=self.binds).start()
             if self.closed:
                 await slot.destroy()
             else:
@@ -359,24 +392,25 @@ class Runtime:
         finally:
             self._filling -= 1
 
-    async def _take_slot(self, workspace: Path | None = None, binds: Sequence[str] = ()) -> Slot:
-        if workspace is not None or binds:  # the pool's kernels have their own folders bound
-            config = self.config
-            if binds:
-                config = msgspec.structs.replace(config, binds=[*config.binds, *binds])
-                host_binds(config.binds)  # a bad one is refused here, with the reason
-            return await Slot(self.root, config, self.limits,
-                              Path(workspace).resolve() if workspace is not None else None).start()
+    async def _take_slot(self, workspace: Path | None = None, binds: Sequence[str] = (),
+                         counted: Sequence[str | Path] = ()) -> Slot:
+        if workspace is not None or binds or counted:  # the pool's kernels have their own folders bound
+            # a caller's folders: each checked (as RuntimeConfig.binds), then held for the slot's life
+            mine = check_binds([*binds, *(f"{p}:rw" for p in counted)] + ([f"{workspace}:rw"] if workspace else []),
+                               owned=self.owned, inside=self._env_folders)
+            return await Slot(self.root, self.config, self.limits, mine[-1][0] if workspace else None,
+                              binds=[*self.binds, *mine[:len(binds)]],
+                              counted=[p for p, _ in mine[len(binds):len(binds) + len(counted)]]).start()
         while not self._pool.empty():
             slot = self._pool.get_nowait()
             if slot.kernel.alive:
                 return slot
             await slot.destroy()
-        return await Slot(self.root, self.config, self.limits).start()
+        return await Slot(self.root, self.config, self.limits, binds=self.binds).start()
 
     async def open_episode(self, upstreams: Sequence[UpstreamLike] | Prepare = (), *,
                            router: Upstreams | None = None, workspace: str | Path | None = None,
-                           binds: Sequence[str] = ()) -> Episode:
+                           binds: Sequence[str] = (), counted: Sequence[str | Path] = ()) -> Episode:
         """Open an episode: a fresh sandboxed kernel wired to the given MCP tool servers.
 
         `upstreams` are started for this episode and closed with it; a callable receives the
@@ -385,11 +419,14 @@ class Runtime:
         `workspace` binds an existing host folder as /workspace instead of a fresh one (no pool).
         `binds`: host folders this episode's programs see at their own paths, besides the runtime's
         (`RuntimeConfig.binds` syntax; no pool): a benchmark's workspace that its servers name by host path.
+        `counted`: more folders its disk limit counts (what its own tool servers write: a benchmark's
+        databases). Each folder is named by its real path, checked once and held open for the episode
+        (Slot); one under the runtime's root must lie in a folder from env_folder().
         """
         if self.closed:
             raise RuntimeError("runtime is closed")
         t0 = time.perf_counter()
-        slot = await self._take_slot(Path(workspace) if workspace else None, binds)
+        slot = await self._take_slot(Path(workspace) if workspace else None, binds, counted)
         owns = router is None
         try:
             if router is None:

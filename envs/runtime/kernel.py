@@ -29,6 +29,7 @@ import re
 import secrets
 import subprocess
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +38,7 @@ import msgspec
 from envs.runtime import untrusted_fs
 from envs.runtime.kernel_channels import KernelChannels
 from envs.runtime.limits import LimitBackend, SandboxLimits
-from envs.runtime.sandbox import BWRAP_ENV, IN_KERNEL_DIR, bwrap_argv, kernel_argv, launch_argv
+from envs.runtime.sandbox import BWRAP_ENV, IN_KERNEL_DIR, FdBinds, bwrap_argv, kernel_argv, launch_argv
 from schema.config import RuntimeConfig
 
 log = logging.getLogger(__name__)
@@ -54,7 +55,10 @@ def _text(value: object, limit: int) -> str | None:
 
 class ExecResult(msgspec.Struct):
     output: str  # stdout and stderr in the order they arrived (possibly cut, see output_chars)
-    output_chars: int  # total characters produced, before any cut
+    output_chars: int  # characters the host received (its own count: what metrics may use)
+    #: characters the kernel says it produced and did not send (its shim cuts a flood): the program's own
+    #: claim, shown to the model in the cut marker and used for nothing else
+    reported_dropped: int = 0
     error_name: str | None = None
     error_value: str | None = None
     traceback: list[str] = []
@@ -68,10 +72,16 @@ class ExecResult(msgspec.Struct):
 
 
 class SandboxedKernel:
-    def __init__(self, run_dir: Path, tools_dir: Path, workspace: Path, limits: LimitBackend, config: RuntimeConfig):
+    """`workspace_fd` and `binds` ((descriptor, path, writable)) are folders its episode holds open
+    (envs/runtime/sandbox.HeldFolders): every start, a restart too, binds those descriptors, never a
+    path the program could have changed since it was checked."""
+
+    def __init__(self, run_dir: Path, tools_dir: Path, workspace_fd: int, limits: LimitBackend, config: RuntimeConfig,
+                 binds: Sequence[tuple[int, Path, bool]] = ()):
         self.run_dir = run_dir
         self.tools_dir = tools_dir
-        self.workspace = workspace
+        self.workspace_fd = workspace_fd
+        self.binds = list(binds)
         self.backend = limits
         self.config = config
         self.kernel_dir = run_dir / "kernel"
@@ -95,11 +105,16 @@ class SandboxedKernel:
         (self.kernel_dir / "kernel.json").write_text(json.dumps(dict(base, ip=f"{IN_KERNEL_DIR}/k")))
 
         self.limits = self.backend.create(f"{self.run_dir.name}-{self.starts}")
-        argv = self.limits.wrap(launch_argv(bwrap_argv(self.kernel_dir, self.tools_dir, self.workspace,
-                                                       binds=self.config.binds),
-                                            kernel_argv(f"{IN_KERNEL_DIR}/kernel.json"), self.run_dir))
-        self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                     env=BWRAP_ENV, start_new_session=True)
+        fd_binds = FdBinds()
+        try:
+            argv = self.limits.wrap(launch_argv(bwrap_argv(self.kernel_dir, self.tools_dir, self.workspace_fd,
+                                                           fd_binds, binds=self.binds),
+                                                kernel_argv(f"{IN_KERNEL_DIR}/kernel.json"), self.run_dir))
+            self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                         stderr=subprocess.STDOUT, env=BWRAP_ENV, start_new_session=True,
+                                         pass_fds=fd_binds.fds)
+        finally:
+            fd_binds.close()
         self.log = _LogTail(self.proc.stdout, self.run_dir / "kernel.log")
         self.starts += 1
         self.client = KernelChannels(dict(base, ip=str(self.kernel_dir / "k")))
@@ -120,8 +135,7 @@ class SandboxedKernel:
         deadline = time.monotonic() + self.config.kernel_start_timeout_s
         client = self.client
         assert client is not None and self.proc is not None
-        not_ready = f"sandboxed kernel not ready after {self.config.kernel_start_timeout_s} s; " \
-                    f"see {self.run_dir / 'kernel.log'}"
+        not_ready = f"sandboxed kernel not ready after {self.config.kernel_start_timeout_s} s"
         connect = asyncio.create_task(client.connect(deadline))
         try:
             while not connect.done():
@@ -130,9 +144,7 @@ class SandboxedKernel:
             connect.result()
         except (TimeoutError, OSError, ConnectionError, asyncio.IncompleteReadError) as exc:
             self._check_running()
-            if self.log is not None:
-                self.log.save()
-            raise RuntimeError(f"{not_ready} ({type(exc).__name__}: {exc})") from None
+            raise RuntimeError(f"{not_ready} ({type(exc).__name__}: {exc}){self._log_tail()}") from None
         finally:
             connect.cancel()
         while time.monotonic() < deadline:
@@ -146,16 +158,21 @@ class SandboxedKernel:
                     break
                 if msg.get("parent_header", {}).get("msg_id") == msg_id:
                     return
-        if self.log is not None:
-            self.log.save()
-        raise RuntimeError(not_ready)
+        raise RuntimeError(not_ready + self._log_tail())
 
     def _check_running(self) -> None:
         if self.proc is not None and self.proc.poll() is not None:
-            if self.log is not None:
-                self.log.save()
-            raise RuntimeError(f"sandboxed kernel exited during start (code {self.proc.returncode}); "
-                               f"see {self.run_dir / 'kernel.log'}")
+            raise RuntimeError(f"sandboxed kernel exited during start (code {self.proc.returncode})"
+                               f"{self._log_tail()}")
+
+    def _log_tail(self) -> str:
+        """What the kernel process printed last, for a failed start's error: the error carries it, since
+        the slot's folder (with kernel.log) is removed with the slot."""
+        if self.log is None:
+            return ""
+        self.log.drain()
+        text = bytes(self.log.tail[-2000:]).decode("utf-8", "replace").strip()
+        return f"; its output ends:\n{text}" if text else "; it printed nothing"
 
     @property
     def alive(self) -> bool:
@@ -280,9 +297,9 @@ class SandboxedKernel:
                 text = content.get("text")
                 if not isinstance(text, str):
                     continue
-                if "\x00progagent-dropped:" in text:  # what the kernel counted and did not send
+                if "\x00progagent-dropped:" in text:  # what the kernel says it counted and did not send
                     for m in _DROPPED.finditer(text):
-                        total += int(m[1])
+                        res.reported_dropped = min(res.reported_dropped + int(m[1]), 10**15)
                     text = _DROPPED.sub("", text)
                 total += len(text)
                 if kept < cap:
@@ -335,9 +352,17 @@ class _LogTail:
         if len(self.tail) > 2 * self.KEEP:
             del self.tail[: len(self.tail) - self.KEEP]
 
+    def drain(self) -> None:
+        """Read what is in the pipe now (the event loop may not have run the reader since)."""
+        for _ in range(64):
+            before = len(self.tail)
+            self._read()
+            if len(self.tail) == before:
+                return
+
     def save(self) -> None:
         with contextlib.suppress(OSError):
-            with open(self.path, "ab") as f:
+            with untrusted_fs.open_log(self.path) as f:
                 f.write(bytes(self.tail[-self.KEEP:]))
         self.tail.clear()
 

@@ -216,7 +216,7 @@ def run(args: argparse.Namespace) -> int:
                            tool_timeout_s=args.tool_timeout, binds=list(args.bind),
                            logs_dir=str(args.logs.resolve()) if args.logs else "")
     try:
-        host_binds(config.binds)  # refused now, with the reason, not at the first program
+        host_binds(config.binds, owned=[config.logs_dir])  # refused now, with the reason, not at the first program
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

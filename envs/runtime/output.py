@@ -74,7 +74,7 @@ def render(result: ExecResult, max_chars: int, timeout_s: float, show_last_expre
             tb = f"{tb}\n{last}" if tb else last
         tail.append(_tail(tb, max_chars // 2))
     rest = "\n".join(p.rstrip("\n") for p in tail if p)
-    parts = [truncate(result.output, max(0, max_chars - len(rest)), result.output_chars)] \
+    parts = [truncate(result.output, max(0, max_chars - len(rest)), result.output_chars + result.reported_dropped)] \
         if result.output_chars else []
     text = "\n".join(p.rstrip("\n") for p in [*parts, rest] if p)
     return text if text else "[no output: the program printed nothing]"

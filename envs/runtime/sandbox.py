@@ -30,9 +30,15 @@ environment), and its options (host paths, cgroup paths) go through a file read 
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import functools
 import os
 import secrets
+import shutil
+import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 SHIM_DIR = Path(__file__).resolve().parent / "shim"
@@ -50,24 +56,33 @@ IN_WORKSPACE = "/workspace"
 
 #: bubblewrap's own environment (visible in the sandbox as /proc/1/environ): nothing of the host's
 BWRAP_ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
-# the options arrive on fd 3 from a file the host keeps (the sandbox cannot see it): `--args 3`; bwrap
-# starts with BWRAP_ENV whatever its caller's environment (an MCP client adds the host's HOME, USER...)
-_LAUNCH = 'exec 3<"$1" && shift && exec /usr/bin/env -i ' + " ".join(f"{k}={v}" for k, v in BWRAP_ENV.items()) + ' "$@"'
+# the options arrive on fd 3 from a file the host keeps (the sandbox cannot see it): `--args 3`, and the
+# system call filter on fd 4 (envs/runtime/seccomp.py); bwrap starts with BWRAP_ENV whatever its caller's
+# environment (an MCP client adds the host's HOME, USER...)
+_LAUNCH = ('exec 3<"$1" 4<"$2" && shift 2 && exec /usr/bin/env -i '
+           + " ".join(f"{k}={v}" for k, v in BWRAP_ENV.items()) + ' "$@"')
+#: descriptors below this are the launcher's (0-2, the options on 3, the filter on 4): a held folder
+#: (HeldFolders) is moved above them, or the launcher's own would replace it
+FIRST_HELD_FD = 10
 
 
 def launch_argv(options: list[str], command: list[str], scratch: str | Path) -> list[str]:
     """The argv that runs `command` in the bubblewrap sandbox `options` (bwrap's path first, as
-    `isolation_argv` starts it) with those options hidden from the sandbox (module docstring). They
-    are written NUL-separated to a 0600 file in `scratch`, a host folder that outlives every start of
-    this argv (a restarted server is started with the same argv) and is never bound into a sandbox;
-    start it with `env=BWRAP_ENV`."""
+    `isolation_argv` starts it) with those options hidden from the sandbox (module docstring) and the
+    system call filter loaded. The options are written NUL-separated to a 0600 file in `scratch`, a
+    host folder that outlives every start of this argv (a restarted server is started with the same
+    argv) and is never bound into a sandbox; start it with `env=BWRAP_ENV` (and `pass_fds` = the
+    descriptors of any folder it binds by descriptor: HeldFolders.fds)."""
+    from envs.runtime import seccomp
+
     scratch = Path(scratch)
     scratch.mkdir(parents=True, exist_ok=True)
     args_file = scratch / f"bwrap-{secrets.token_hex(6)}.args"
     fd = os.open(args_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
     with os.fdopen(fd, "wb") as f:
-        f.write(b"".join(a.encode() + b"\0" for a in options[1:]))
-    return ["/bin/sh", "-c", _LAUNCH, "sh", str(args_file), options[0], "--args", "3", "--", *command]
+        f.write(b"".join(a.encode() + b"\0" for a in [*options[1:], "--seccomp", "4"]))
+    return ["/bin/sh", "-c", _LAUNCH, "sh", str(args_file), str(seccomp.program()), options[0], "--args", "3", "--",
+            *command]
 
 
 def python_roots() -> list[Path]:
@@ -78,6 +93,18 @@ def python_roots() -> list[Path]:
         if p not in roots:
             roots.append(p)
     return roots
+
+
+def python_aliases() -> list[tuple[Path, Path]]:
+    """(real folder, the path this process names it by) for an installation reached through a link
+    (`.venv -> /data/venvs/pa`): sys.executable and sys.prefix name the link's path, so the sandbox
+    binds the real folder there too, and a sandboxed `sys.executable` is the same file as here."""
+    out = []
+    for p in (Path(sys.base_prefix), Path(sys.prefix)):
+        named, real = Path(os.path.abspath(p)), p.resolve()
+        if named != real and (real, named) not in out:
+            out.append((real, named))
+    return out
 
 
 def hidden_paths(binds: list[Path]) -> list[Path]:
@@ -120,14 +147,20 @@ def isolation_argv(*, uid: int = 1000, hostname: str = "sandbox", network: bool 
 
 
 def python_binds() -> list[str]:
-    """The Python installation read-only at its host paths, task library folders under it hidden."""
+    """The Python installation read-only at its host paths (and at the path this process names it by,
+    python_aliases), task library folders under it hidden."""
     roots = python_roots()
     argv = []
     for root in roots:
         if not root.is_relative_to("/usr"):
             argv += ["--ro-bind", str(root), str(root)]
+    aliases = python_aliases()
+    for real, named in aliases:
+        argv += ["--ro-bind", str(real), str(named)]
     for hidden in hidden_paths(roots):
         argv += ["--tmpfs", str(hidden)]
+        argv += [a for real, named in aliases if hidden.is_relative_to(real)
+                 for a in ("--tmpfs", str(named / hidden.relative_to(real)))]
     return argv
 
 
@@ -148,12 +181,28 @@ def parse_bind(entry: str) -> tuple[Path, bool]:
     return Path(path), mode == "rw"
 
 
-def host_binds(binds: list[str]) -> list[str]:
-    """bwrap arguments for `RuntimeConfig.binds`: host folders at the *same path* inside the sandbox
-    (so a path means the same to a tool server on the host and to a program), read-only unless
+def project_home() -> Path | None:
+    """$PROGAGENT_HOME (default ~/progagent, when it exists): runs, caches and benchmark environments."""
+    home = Path(os.environ.get("PROGAGENT_HOME") or Path.home() / "progagent").expanduser()
+    return home.resolve() if home.exists() else None
+
+
+def _overlaps(a: Path, b: Path) -> bool:
+    return a == b or a.is_relative_to(b) or b.is_relative_to(a)
+
+
+def check_binds(binds: Sequence[str], *, owned: Sequence[str | Path] = (),
+                inside: Sequence[str | Path] = ()) -> list[tuple[Path, bool]]:
+    """`RuntimeConfig.binds` entries as (folder, writable): host folders at the *same path* inside the
+    sandbox (so a path means the same to a tool server on the host and to a program), read-only unless
     written `PATH:rw`. A folder must exist, be named by its real path (no symlink on the way: what is
-    bound is what was named), and not overlap the sandbox's own layout."""
-    argv = []
+    bound is what was named), not overlap the sandbox's own layout, and not overlap a folder the
+    runtime writes (`owned`: its root, where one episode's kernel connection file would let another
+    run code in it; its logs; the project's home), unless it lies inside one of `inside` (a folder the
+    runtime made for an environment's own files: Runtime.env_folder)."""
+    out = []
+    owned_paths = [Path(o).resolve() for o in owned if o]
+    inside_paths = [Path(i).resolve() for i in inside]
     for entry in binds:
         p, writable = parse_bind(entry)
         if not p.is_absolute():
@@ -167,18 +216,119 @@ def host_binds(binds: list[str]) -> list[str]:
                  or (real.is_relative_to(r) and r != "/tmp")]  # a folder under /tmp: a mount in the sandbox's
         if taken:
             raise ValueError(f"bind {entry!r}: overlaps the sandbox's own {taken[0]}")
-        argv += ["--bind" if writable else "--ro-bind", str(real), str(real)]
-    return argv
+        if not any(real.is_relative_to(i) for i in inside_paths):
+            clash = next((o for o in owned_paths if _overlaps(real, o)), None)
+            if clash is not None:
+                raise ValueError(f"bind {entry!r}: overlaps {clash}, a folder the runtime writes (its episodes' "
+                                 "kernels, logs and runs); bind a folder of your own")
+        out.append((real, writable))
+    return out
 
 
-def bwrap_argv(kernel_dir: Path, tools_dir: Path, workspace: Path, extra_env: dict[str, str] | None = None,
-               binds: list[str] | None = None) -> list[str]:
-    argv = isolation_argv() + python_binds() + host_binds(binds or [])
+def host_binds(binds: Sequence[str], *, owned: Sequence[str | Path] = ()) -> list[tuple[Path, bool]]:
+    """check_binds of RuntimeConfig.binds, against `owned` and the project's home."""
+    return check_binds(binds, owned=[*owned, *filter(None, [project_home()])])
+
+
+class HeldFolders:
+    """Host folders opened once, checked, and held while a sandbox and its restarts may bind them.
+
+    bubblewrap binds the held descriptor (`--bind-fd`), never the path again: a program that swaps a
+    bound folder for a link to a host folder (from a process it left behind in a tool server, while
+    its kernel restarts) gains nothing, because a restart binds what was checked. `hold` checks that
+    the path is the folder's real path as named: the last component opened with O_NOFOLLOW, and the
+    descriptor's own path read back from /proc/self/fd (so no link anywhere on the way). Descriptors
+    sit at FIRST_HELD_FD or above (the launcher's are below), travel to bubblewrap only (`pass_fds`),
+    and bubblewrap closes each once it is mounted: none reaches the sandboxed program, for whom an
+    open folder of the host would be a way out (openat(fd, "..")). Host walks of these folders start
+    from the descriptors too (untrusted_fs accepts one as a root).
+    """
+
+    def __init__(self) -> None:
+        self._fds: dict[Path, int] = {}
+
+    def hold(self, path: str | Path) -> int:
+        """The held descriptor of the folder `path` (opened and checked on first call; ValueError)."""
+        path = Path(path)
+        if path in self._fds:
+            return self._fds[path]
+        try:
+            opened = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError as exc:
+            raise ValueError(f"{path}: cannot be bound: {exc.strerror} (a folder named by its real path)") from None
+        try:
+            fd = fcntl.fcntl(opened, fcntl.F_DUPFD_CLOEXEC, FIRST_HELD_FD)
+        finally:
+            os.close(opened)
+        if os.readlink(f"/proc/self/fd/{fd}") != str(path):
+            real = os.readlink(f"/proc/self/fd/{fd}")
+            os.close(fd)
+            raise ValueError(f"{path}: resolves to {real}; a folder is bound by its real path")
+        self._fds[path] = fd
+        return fd
+
+    def fd(self, path: str | Path) -> int:
+        return self._fds[Path(path)]
+
+    @property
+    def fds(self) -> tuple[int, ...]:
+        return tuple(self._fds.values())
+
+    def close(self) -> None:
+        for fd in self._fds.values():
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self._fds.clear()
+
+
+@functools.lru_cache(maxsize=1)
+def _bind_fd_supported(bwrap: str) -> bool:
+    try:
+        return "--bind-fd" in subprocess.run([bwrap, "--help"], capture_output=True, text=True, timeout=10).stdout
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
+class FdBinds:
+    """The `--bind-fd` options of one bubblewrap start and the descriptors it is passed. bubblewrap
+    closes each descriptor once it is mounted, so a folder bound twice (a workspace at /workspace and
+    at its own path) gets a copy for its second use; `close()` the copies after the start."""
+
+    def __init__(self) -> None:
+        self.argv: list[str] = []
+        self.fds: list[int] = []
+        self._copies: list[int] = []
+        bwrap = shutil.which("bwrap") or "bwrap"
+        if not _bind_fd_supported(bwrap):
+            raise RuntimeError(f"{bwrap} has no --bind-fd: bubblewrap 0.10 or later is needed (or a distribution's "
+                               "backport: Debian 12 ships it in 0.8.0-2+deb12u1)")
+
+    def bind(self, fd: int, dest: str | Path, writable: bool) -> list[str]:
+        if fd in self.fds:
+            fd = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, FIRST_HELD_FD)
+            self._copies.append(fd)
+        self.fds.append(fd)
+        return ["--bind-fd" if writable else "--ro-bind-fd", str(fd), str(dest)]
+
+    def close(self) -> None:
+        for fd in self._copies:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self._copies.clear()
+
+
+def bwrap_argv(kernel_dir: Path, tools_dir: Path, workspace_fd: int, fd_binds: FdBinds,
+               extra_env: dict[str, str] | None = None, binds: Sequence[tuple[int, Path, bool]] = ()) -> list[str]:
+    """The kernel's sandbox (module docstring): `workspace_fd` and each bind (held descriptor, path,
+    writable) are held folders (HeldFolders), bound by descriptor through `fd_binds`."""
+    argv = isolation_argv() + python_binds()
+    for fd, path, writable in binds:
+        argv += fd_binds.bind(fd, path, writable)
     argv += [
         "--ro-bind", str(SHIM_DIR), IN_SHIM_DIR,
         "--bind", str(kernel_dir), IN_KERNEL_DIR,
         "--ro-bind", str(tools_dir), IN_TOOLS_DIR,
-        "--bind", str(workspace), IN_WORKSPACE,
+        *fd_binds.bind(workspace_fd, IN_WORKSPACE, True),
         "--chdir", IN_WORKSPACE,
         "--remount-ro", "/",  # the tmpfs root itself: nothing outside /workspace and /tmp is writable
     ]

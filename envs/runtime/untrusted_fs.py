@@ -58,8 +58,16 @@ def parts(relpath: str) -> list[str]:
     return out
 
 
-def open_root(root: str | Path) -> int:
-    """A descriptor of the root folder itself (a host path: its own components are the host's)."""
+#: a root: a host path (its own components are the host's), or the descriptor of a folder the host
+#: holds open (envs/runtime/sandbox.HeldFolders: the folder that was checked, wherever its path points now)
+Root = str | Path | int
+
+
+def open_root(root: Root) -> int:
+    """A descriptor of the root folder itself, of its own (a held descriptor is reopened: walks in two
+    threads must not share one directory offset)."""
+    if isinstance(root, int):
+        return os.open(".", O_DIR, dir_fd=root)
     return os.open(root, O_DIR)
 
 
@@ -171,6 +179,24 @@ def read_tail(path: str | Path, max_bytes: int) -> bytes:
         return f.read(max_bytes)
 
 
+def open_log(path: str | Path, *, append: bool = True) -> BinaryIO:
+    """A log file the host writes at `path` (a sandboxed process's output), for writing: created 0600
+    or appended to (else truncated), its last component never followed (a link planted there is
+    refused, never written through) and only a regular file opened (never a FIFO or a device)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+    flags |= os.O_APPEND if append else os.O_TRUNC
+    try:
+        fd = os.open(path, flags, 0o600)
+    except OSError as exc:
+        raise _refused(exc, str(path)) from None
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise PathRefused(f"{str(path)!r} is {describe_mode(st.st_mode)}, not a regular file: no log is written there")
+    os.set_blocking(fd, True)
+    return os.fdopen(fd, "ab" if append else "wb")
+
+
 def check_links_inside(root: str | Path, what: str = "the folder", *, max_entries: int = DEFAULT_MAX_ENTRIES) -> None:
     """PathRefused when a symbolic link under `root` leaves it (an absolute target, or a relative one
     that climbs above `root`), or when `root` holds anything but folders, files and links. Checked
@@ -250,10 +276,12 @@ class TreeTooLarge(PathRefused):
     """A walk met more entries, or deeper folders, than it may."""
 
 
-def walk(root: str | Path, relpath: str = "", *, max_depth: int = DEFAULT_MAX_DEPTH,
-         max_entries: int = DEFAULT_MAX_ENTRIES) -> Iterator[Entry]:
+def walk(root: Root, relpath: str = "", *, max_depth: int = DEFAULT_MAX_DEPTH,
+         max_entries: int = DEFAULT_MAX_ENTRIES, skip_changed: bool = False) -> Iterator[Entry]:
     """Every entry below `root/relpath` (not the folder itself), folders before their contents,
-    names in sorted order, never following a link. Raises TreeTooLarge past the limits."""
+    names in sorted order, never following a link. Raises TreeTooLarge past the limits. A sub-folder
+    that is no longer a folder when it is opened (a running program swapped it for a link) is a
+    PathRefused, or with `skip_changed` not entered (a measurement of a live tree goes on)."""
     root_fd = open_root(root)
     try:
         top = open_dir(root_fd, parts(relpath))
@@ -291,6 +319,8 @@ def walk(root: str | Path, relpath: str = "", *, max_depth: int = DEFAULT_MAX_DE
                 try:
                     sub = os.open(name, O_DIR, dir_fd=fd)
                 except OSError as exc:
+                    if skip_changed and exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.ENOENT):
+                        continue
                     raise _refused(exc, child_path) from None
                 stack.append((sub, child_path, _scan((sub, child_path, []))))
     finally:
@@ -324,13 +354,13 @@ class Usage:
         self.over: str | None = None  # why a limit was passed, when one was
 
 
-def disk_usage(roots: list[str | Path], *, max_bytes: int, max_entries: int, max_depth: int) -> Usage:
+def disk_usage(roots: list[Root], *, max_bytes: int, max_entries: int, max_depth: int) -> Usage:
     """Allocated bytes (st_blocks) and entries under `roots`, stopping at the first limit passed
     (`Usage.over` says which). A missing root counts nothing."""
     usage = Usage()
     for root in roots:
         try:
-            for entry in walk(root, max_depth=max_depth, max_entries=max_entries + 1):
+            for entry in walk(root, max_depth=max_depth, max_entries=max_entries + 1, skip_changed=True):
                 usage.entries += 1
                 usage.bytes += entry.st.st_blocks * 512
                 usage.depth = max(usage.depth, entry.path.count("/") + 1)
@@ -366,9 +396,9 @@ def remove_tree(path: str | Path) -> None:
         os.close(parent)
 
 
-def clear_folder(path: str | Path) -> None:
+def clear_folder(path: Root) -> None:
     """Remove everything inside the folder `path`, keeping the folder (its inode may be bound)."""
-    fd = os.open(path, O_DIR)
+    fd = open_root(path)
     try:
         for name in os.listdir(fd):
             _remove_entry(fd, name)

@@ -36,6 +36,7 @@ from typing import Any
 import msgspec
 from mcp import ClientSession, StdioServerParameters
 
+from envs.runtime import untrusted_fs
 from envs.runtime.stdio_transport import StderrTail, capped_stdio_client
 
 log = logging.getLogger(__name__)
@@ -351,7 +352,8 @@ class Upstream:
                         command = self.limits.wrap(list(self.spec.command)) if self.limits else self.spec.command
                         params = StdioServerParameters(command=command[0], args=command[1:], env=self.spec.env,
                                                        cwd=self.spec.cwd)
-                        errlog = stack.enter_context(open(self.errlog, "ab")) if self.errlog else None
+                        # never through a link: a log folder a program could reach must not redirect it
+                        errlog = stack.enter_context(untrusted_fs.open_log(self.errlog)) if self.errlog else None
                         tail = StderrTail(errlog)
                         read, write = await stack.enter_async_context(capped_stdio_client(params, tail=tail))
                     session = await stack.enter_async_context(ClientSession(read, write))
@@ -547,7 +549,10 @@ class Upstreams:
             return
         log.warning("restarting upstream MCP server %s", upstream.name)
         await upstream.close()
-        await upstream.start()
+        try:
+            await upstream.start()
+        except Exception as exc:  # noqa: BLE001 - the next call finds it down and says so
+            log.warning("upstream MCP server %s could not be restarted: %s", upstream.name, exc)
 
     async def close(self) -> None:
         for task in self._restarts.values():
