@@ -22,7 +22,6 @@ from envs.runtime.episode import Runtime
 from envs.runtime.sandbox import check_binds
 from envs.runtime.upstream import UpstreamSpec
 from schema.config import RuntimeConfig
-from tests.conftest import FIXTURE_SERVER
 
 ROOT = Path(__file__).resolve().parents[1]
 
