@@ -86,17 +86,21 @@ class Task:
     def __repr__(self) -> str:
         return f"Task({self.id!r})"
 
+    def read(self, relpath: str) -> str:
+        """A file of the task folder as text, never through a link (the folder is third-party input)."""
+        return read_task_file(self.dir, relpath)
+
     @property
     def instruction(self) -> str:
-        return (self.dir / "instruction.md").read_text()
+        return self.read("instruction.md")
 
     @property
     def oracle_source(self) -> str:
-        return (self.dir / "oracle.py").read_text()
+        return self.read("oracle.py")
 
     def wrong_solutions(self) -> dict[str, str]:
         folder = self.dir / "wrong"
-        return {p.stem: p.read_text() for p in sorted(folder.glob("*.py"))} if folder.is_dir() else {}
+        return {p.stem: self.read(f"wrong/{p.name}") for p in sorted(folder.glob("*.py"))} if folder.is_dir() else {}
 
     def scale(self, name: str) -> Scale:
         i = SCALES.index(name) if name in SCALES else -1
@@ -237,6 +241,19 @@ class InProcessTools(dict):
         return call
 
 
+#: the most a task folder's text file (instruction, program, task.toml) may hold
+MAX_TASK_FILE_BYTES = 4 * 2**20
+
+
+def read_task_file(folder: str | Path, relpath: str) -> str:
+    """A task folder's file as text: read without following a link, at most MAX_TASK_FILE_BYTES
+    (TaskLoadError names the file otherwise)."""
+    try:
+        return untrusted_fs.read_file(folder, relpath, MAX_TASK_FILE_BYTES).decode("utf-8", "replace")
+    except untrusted_fs.PathRefused as exc:
+        raise TaskLoadError(f"{Path(folder) / relpath}: {exc}") from None
+
+
 def load_task(folder: str | Path, required: tuple[str, ...] = REQUIRED_FILES, *, trusted: bool = False,
               runner: Any = None) -> Task:
     """Decode a task folder. `required` is narrower where only part of a task travels (Harbor).
@@ -245,12 +262,18 @@ def load_task(folder: str | Path, required: tuple[str, ...] = REQUIRED_FILES, *,
     `runner` (a CodeRunner; default: this process's `default_runner()`, bubblewrap); `trusted`: import
     the task's modules here anyway (this process is the sandbox, or the caller vouches for the folder)."""
     folder = Path(folder)
+    if folder.is_symlink():
+        raise TaskLoadError(f"{folder}: a task folder may not be a symbolic link (links are never followed)")
+    try:
+        untrusted_fs.refuse_links(folder, f"task {folder.name}", max_entries=10_000, max_depth=16)
+    except untrusted_fs.PathRefused as exc:
+        raise TaskLoadError(f"{folder}: {exc}") from None
     for name in required:
         if not (folder / name).is_file():
             raise TaskLoadError(f"{folder / name}: required file is missing")
     toml_path = folder / "task.toml"
     try:
-        raw = tomllib.loads(toml_path.read_text())
+        raw = tomllib.loads(read_task_file(folder, "task.toml"))
     except tomllib.TOMLDecodeError as exc:
         raise TaskLoadError(f"{toml_path}: invalid TOML: {exc}") from exc
     try:

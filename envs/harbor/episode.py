@@ -31,7 +31,6 @@ import asyncio
 import json
 import math
 import posixpath
-import shutil
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -139,15 +138,21 @@ def read_rewards(verifier_dir: Path) -> dict[str, float]:
             raise ValueError("reward.json: empty")
         try:
             data = json.loads(as_json)
-        except ValueError as exc:
+        except RecursionError:  # 100,000-deep nesting: the task's file, not the host's problem
+            raise ValueError("reward.json: nested too deeply (a flat JSON object of numbers is expected)") from None
+        except ValueError as exc:  # a 5,000-digit integer too (Python's int-string limit)
             raise ValueError(f"reward.json: invalid JSON: {exc}") from exc
         if not isinstance(data, dict) or not data:
             raise ValueError("reward.json: must be a JSON object of numbers, e.g. {\"reward\": 1}")
         rewards = {}
         for key, value in data.items():
-            if not isinstance(value, int | float) or not math.isfinite(value):
-                raise ValueError(f"reward.json: {key!r} is {value!r}, not a finite number")
-            rewards[str(key)] = float(value)
+            try:  # a 401-digit integer is no float: OverflowError
+                number = float(value) if isinstance(value, int | float) else math.nan
+            except OverflowError:
+                number = math.inf
+            if not math.isfinite(number):
+                raise ValueError(f"reward.json: {key[:80]!r} is {str(value)[:80]!r}, not a finite number")
+            rewards[str(key)] = number
         return rewards
     as_text = read("reward.txt")
     if as_text is None:
@@ -199,10 +204,14 @@ def verify(task: HarborTask, tree: Path, answer: str | None, timeout_s: float | 
     with tempfile.TemporaryDirectory(prefix="harbor-verify-") as tmp:
         tests = Path(tmp) / "tests"
         sources = [task.tests_dir] + ([task.step_dir(step.name) / "tests"] if step else [])
-        for src in sources:
-            if src.is_dir():
-                shutil.copytree(src, tests, symlinks=True, dirs_exist_ok=True)
-        tests.mkdir(exist_ok=True)
+        tests.mkdir()
+        try:  # the task's files, copied without following anything (a link was refused at load)
+            for src in sources:
+                if src.is_dir():
+                    untrusted_fs.copy_tree(src, tests, max_bytes=MAX_CONTEXT_BYTES)
+        except untrusted_fs.PathRefused as exc:
+            return VerifierRun(verdict=Verdict.failed(f"{task.id}: its tests cannot be copied: {exc}"), rewards={},
+                               script=ScriptRun(exit_code=None, timed_out=False, duration_s=0.0, output_tail=""))
         logs = Path(tmp) / "logs"
         for sub in ("verifier", "agent", "artifacts"):
             (logs / sub).mkdir(parents=True)
@@ -234,7 +243,11 @@ def run_oracle(task: HarborTask, tree: Path, step: StepConfig | None = None) -> 
     if not (folder / "solve.sh").is_file():
         raise FileNotFoundError(f"{folder / 'solve.sh'}: no oracle solution")
     with tempfile.TemporaryDirectory(prefix="harbor-solve-") as tmp:
-        solution = Path(shutil.copytree(folder, Path(tmp) / "solution", symlinks=True))
+        solution = Path(tmp) / "solution"
+        try:
+            untrusted_fs.copy_tree(folder, tmp, "solution", max_bytes=MAX_CONTEXT_BYTES)
+        except untrusted_fs.PathRefused as exc:
+            raise HarborTaskError(f"{folder}: cannot be copied: {exc}") from None
         logs = Path(tmp) / "logs"
         (logs / "agent").mkdir(parents=True)
         return run_script(task, tree, "/solution/solve.sh", binds=[(solution, "/solution"), (logs, "/logs")],

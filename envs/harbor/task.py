@@ -91,6 +91,8 @@ SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/proc", "/d
 ETC_FILES = ("passwd", "group", "hosts", "resolv.conf", "nsswitch.conf", "localtime", "ssl", "ca-certificates",
              "alternatives", "mime.types")
 BASE_PATH = f"{Path(sys.executable).parent}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+#: the operator's consent to the network for tasks that ask for it (TaskConfig.network): "1"
+ALLOW_NETWORK = "PROGAGENT_HARBOR_ALLOW_NETWORK"
 #: the host variables a task's `${VAR}` may read (module docstring)
 PASS_ENV = "PROGAGENT_HARBOR_PASS_ENV"
 #: what one task's environment/ may hold, copied into each episode's container tree
@@ -178,13 +180,21 @@ class TaskConfig(msgspec.Struct):
     artifacts: list[Any] = []
 
     @property
-    def network(self) -> bool:
-        """Whether the container view has the network: network_mode, else the deprecated
-        allow_internet, else Harbor's default (public). An allowlist is no network here."""
+    def asks_network(self) -> bool:
+        """Whether the task asks for the network: network_mode "public", else the deprecated
+        allow_internet = true (Harbor's default when neither is set is public; here it is none)."""
         mode = self.environment.network_mode
         if mode is not None:
             return mode == "public"
-        return True if self.environment.allow_internet is None else self.environment.allow_internet
+        return bool(self.environment.allow_internet)
+
+    @property
+    def network(self) -> bool:
+        """Whether the container view has the network: only when the task asks for it AND the operator
+        allows it ($PROGAGENT_HARBOR_ALLOW_NETWORK=1). Its processes are the model's: with the host's
+        network they reach its loopback listeners (on a Ray node: the dashboard, the GCS, the weight
+        broadcast), so a task that says nothing, or asks without the operator's consent, has none."""
+        return self.asks_network and os.environ.get(ALLOW_NETWORK) == "1"
 
 
 #: task.toml fields this emulation uses; every other field present is named in the notes
@@ -267,7 +277,7 @@ def parse_dockerfile(path: Path, context: Path) -> Layout:
     """Where the Dockerfile puts the context's files, its final WORKDIR and its ENV."""
     layout = Layout(workdir="/", env={}, copies=[], notes=[])
     args: dict[str, str] = {}
-    for no, word, rest in _instructions(path.read_text()):
+    for no, word, rest in _instructions(read_text(path)):
         where = f"{path}:{no}"
         try:
             if word == "WORKDIR":
@@ -346,7 +356,7 @@ class HarborTask:
     def instruction(self) -> str:
         """instruction.md without its leading canary lines (`<!-- … canary … -->`, `# … canary …`), as
         Harbor gives it to the agent."""
-        return strip_canary((self.dir / "instruction.md").read_text())
+        return strip_canary(read_text(self.dir / "instruction.md"))
 
     @property
     def prompt(self) -> str:
@@ -355,7 +365,7 @@ class HarborTask:
         return self.step_prompt(0) if self.steps else self._with_answer_note(self.instruction)
 
     def step_prompt(self, index: int) -> str:
-        text = strip_canary((self.step_dir(self.steps[index].name) / "instruction.md").read_text())
+        text = strip_canary(read_text(self.step_dir(self.steps[index].name) / "instruction.md"))
         return self._with_answer_note(text)
 
     def _with_answer_note(self, text: str) -> str:
@@ -478,6 +488,42 @@ def unpassed_vars(config: TaskConfig) -> list[str]:
     return sorted({w for w in wanted if w not in allowed})
 
 
+#: the most a task's text file (task.toml, instruction.md, a script, the Dockerfile) may hold
+MAX_TEXT_BYTES = 4 * 2**20
+#: the parts of a task folder (and of each steps/<name>/) that the host reads or copies: none may be a
+#: link, and tests/, solution/ and steps/ may hold no link at all (environment/'s links stay inside it)
+NO_LINKS = ("task.toml", "instruction.md", "tests", "solution", "steps", "environment")
+
+
+def read_text(path: Path) -> str:
+    """A task file as text: its last component never followed (its folders were checked at load:
+    check_task_links), never a pipe, at most MAX_TEXT_BYTES."""
+    try:
+        return untrusted_fs.read_file(path.parent, path.name, MAX_TEXT_BYTES).decode("utf-8", "replace")
+    except untrusted_fs.PathRefused as exc:
+        raise HarborTaskError(f"{path}: {exc}") from None
+
+
+def check_task_links(folder: Path) -> None:
+    """Refuse a task folder that would make the host follow a link: the folder itself, any of NO_LINKS,
+    or anything under tests/, solution/ or steps/ (each step's instruction, tests, solution and
+    workdir) that is a link or a special file. A task folder is third-party input: a `tests/` linked to
+    a host folder was copied into /tests and its files came back as reward keys; an `instruction.md`
+    linked to a host file became the model's prompt."""
+    if folder.is_symlink():
+        raise HarborTaskError(f"{folder}: a task folder may not be a symbolic link")
+    for name in NO_LINKS:
+        path = folder / name
+        if path.is_symlink():
+            raise HarborTaskError(f"{path}: a symbolic link; links in a task folder are never followed")
+    for name in ("tests", "solution", "steps"):
+        if (folder / name).is_dir():
+            try:
+                untrusted_fs.refuse_links(folder / name, f"{name}/", max_entries=100_000)
+            except untrusted_fs.PathRefused as exc:
+                raise HarborTaskError(f"{folder / name}: {exc}") from None
+
+
 def check_context_links(context: Path) -> None:
     """Refuse a build context whose symbolic links leave it, or that holds what is not a folder, file
     or link (untrusted_fs.check_links_inside: checked as text, nothing is resolved)."""
@@ -517,7 +563,7 @@ def _mount_points(layout: Layout, answer_path: str, config: TaskConfig) -> list[
 def _decode_config(toml_path: Path) -> tuple[TaskConfig, list[str]]:
     """The task's config and notes on it (fields not emulated, deprecated forms)."""
     try:
-        raw = tomllib.loads(toml_path.read_text())
+        raw = tomllib.loads(read_text(toml_path))
     except tomllib.TOMLDecodeError as exc:
         raise HarborTaskError(f"{toml_path}: invalid TOML: {exc}") from exc
     notes = []
@@ -557,6 +603,11 @@ def _decode_config(toml_path: Path) -> tuple[TaskConfig, list[str]]:
                               "public, no-network or allowlist")
     if config.environment.network_mode == "allowlist":
         notes.append(f"{toml_path}: network_mode = allowlist is emulated as no network (no per-host filter here)")
+    if config.asks_network and not config.network:
+        notes.append(f"{toml_path}: the task asks for the network and runs without it ({ALLOW_NETWORK}=1 allows it: "
+                     "its processes would then reach the host's loopback listeners)")
+    if config.environment.network_mode is None and config.environment.allow_internet is None:
+        notes.append(f"{toml_path}: no network_mode: Harbor's default is public, here it is no network")
     if config.environment.allow_internet is not None and config.environment.network_mode is None:
         notes.append(f"{toml_path}: allow_internet is deprecated in Harbor; network_mode is read first")
     if config.environment.cpus is not None:
@@ -581,7 +632,7 @@ def blockers_of(folder: Path, config: TaskConfig, layout: Layout) -> list[str]:
         import yaml
 
         try:
-            services = sorted((yaml.safe_load(compose.read_text()) or {}).get("services") or {})
+            services = sorted((yaml.safe_load(read_text(compose)) or {}).get("services") or {})
         except yaml.YAMLError:
             services = ["?"]
         out.append(f"{compose}: its services ({', '.join(services)}) are sidecar containers, never started here")
@@ -597,7 +648,7 @@ def blockers_of(folder: Path, config: TaskConfig, layout: Layout) -> list[str]:
         path = folder / script
         if not path.is_file():
             continue
-        for no, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+        for no, line in enumerate(read_text(path).splitlines(), 1):
             if not line.lstrip().startswith("#") and _INSTALLS.search(line):
                 out.append(f"{path}:{no}: `{line.strip()[:100]}` installs software at run time; the emulated "
                            "container has no image to install into (the host's /usr is read-only) and no package "
@@ -609,9 +660,11 @@ def load_harbor_task(folder: str | Path, *, strict: bool = True) -> HarborTask:
     """Decode a Harbor task folder; a broken one raises HarborTaskError naming the file, and so does
     one that cannot run faithfully here (its `blockers`) unless `strict` is False (`harbor check`
     reports them instead)."""
-    folder = Path(folder).resolve()
+    folder = Path(folder)
     if not folder.is_dir():
         raise HarborTaskError(f"{folder}: not a folder")
+    check_task_links(folder)
+    folder = folder.resolve()
     if not (folder / "task.toml").is_file():
         raise HarborTaskError(f"{folder / 'task.toml'}: required file is missing")
     config, config_notes = _decode_config(folder / "task.toml")

@@ -68,7 +68,12 @@ def open_root(root: Root) -> int:
     threads must not share one directory offset)."""
     if isinstance(root, int):
         return os.open(".", O_DIR, dir_fd=root)
-    return os.open(root, O_DIR)
+    try:
+        return os.open(root, O_DIR)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR):  # a link, or not a folder: said as such
+            raise _refused(exc, str(root)) from None
+        raise
 
 
 def _lmode(dir_fd: int, name: str) -> int | None:
@@ -195,6 +200,16 @@ def open_log(path: str | Path, *, append: bool = True) -> BinaryIO:
         raise PathRefused(f"{str(path)!r} is {describe_mode(st.st_mode)}, not a regular file: no log is written there")
     os.set_blocking(fd, True)
     return os.fdopen(fd, "ab" if append else "wb")
+
+
+def refuse_links(root: Root, what: str = "the folder", *, max_entries: int = DEFAULT_MAX_ENTRIES,
+                 max_depth: int = DEFAULT_MAX_DEPTH) -> None:
+    """PathRefused when `root` is, or holds, anything but folders and regular files (a link anywhere,
+    a pipe, a device): a folder read as third-party input (a task's) is then never followed anywhere."""
+    for entry in walk(root, max_entries=max_entries, max_depth=max_depth):
+        if not (entry.is_dir or entry.is_file):
+            raise PathRefused(f"{entry.path} in {what} is {describe_mode(entry.st.st_mode)}; only folders and "
+                              "regular files are read")
 
 
 def check_links_inside(root: str | Path, what: str = "the folder", *, max_entries: int = DEFAULT_MAX_ENTRIES) -> None:
