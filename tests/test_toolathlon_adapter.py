@@ -8,6 +8,7 @@ shipped to a judge's restore.
 """
 
 import asyncio
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -64,7 +65,7 @@ async def test_an_episode_runs_toolathlons_preprocess_servers_and_evaluator(tmp_
     async with Runtime(RuntimeConfig(warm_pool=0)) as runtime:
         env = ToolathlonTaskEnv(ref())
         ep = await env.open(runtime)
-        ws = next(Path(runtime.root).glob("toolathlon-*")) / "state" / "workspace"
+        ws = next(Path(runtime.root).glob("envs/toolathlon-*")).resolve() / "state" / "workspace"
         # the prompt: the agent system prompt with its placeholders filled, single-turn mode, the task
         assert f"Accessible workspace directory: {ws}" in env.instruction and "!!<<<<" not in env.instruction
         assert SINGLE_TURN.strip() in env.instruction and env.instruction.rstrip().endswith("total.txt in the workspace.")
@@ -75,7 +76,7 @@ async def test_an_episode_runs_toolathlons_preprocess_servers_and_evaluator(tmp_
         assert "['q1.csv', 'q2.csv'] False" in r.text, r.text
         # Toolathlon's python_execute runs in the workspace, sandboxed: the checkout is read-only
         r = await ep.call_tool("python_execute", {"code": f"open('{CHECKOUT}/pwned', 'w')"})
-        assert "Read-only file system" in r.text and not (CHECKOUT / "pwned").exists()
+        assert "No such file or directory" in r.text and not (CHECKOUT / "pwned").exists()
         r = await ep.run_program(f"WS = {str(ws)!r}\n" + SOLVE)
         assert "total 49" in r.text, r.text
         await ep.stop()
@@ -112,8 +113,34 @@ async def test_a_link_planted_where_the_host_writes_is_never_followed(tmp_path):
         ep = await env.open(runtime)
         for name in ("traj_log.json", "evaluation.log"):
             r = await ep.call_tool("python_execute", {"code": f"import os\nos.symlink({str(target)!r}, '../{name}')"})
-            assert "exit code 0" in r.text, r.text
+            # the folder holding the workspace is not the server's any more: the link lands in its sandbox only
+            state = next(Path(runtime.root).glob("envs/toolathlon-*")) / "state"
+            assert not os.path.lexists(state / name), r.text
         await ep.stop()
         verdict = await asyncio.to_thread(env.judge, ep.final_state(), "49")
         await ep.close()
     assert target.read_text() == "host data" and verdict.error is None
+
+
+@needs_npm
+async def test_the_ground_truth_is_out_of_the_models_reach(tmp_path):
+    """Through python_execute the model copied the task's groundtruth_workspace out of the checkout (mounted
+    whole into every server) and scored 1.0, live and shipped. Servers now see none of the checkout, and
+    the evaluator reads a host-owned copy of the task folder."""
+    gt = CHECKOUT / "tasks" / "finalpool" / "csv-totals" / "groundtruth_workspace" / "total.txt"
+    async with Runtime(RuntimeConfig(warm_pool=0)) as runtime:
+        env = ToolathlonTaskEnv(ref())
+        ep = await env.open(runtime)
+        steal = (f"import shutil, os\nshutil.copy({str(gt)!r}, 'total.txt')\n")
+        r = await ep.call_tool("python_execute", {"code": steal})
+        assert "No such file or directory" in r.text, r.text
+        r = await ep.call_tool("python_execute", {"code": "import os\nprint([p for p in os.listdir('/') ])\n"
+                                                          f"print(os.path.exists({str(CHECKOUT)!r}))"})
+        assert "False" in r.text, r.text
+        await ep.stop()
+        verdict = await asyncio.to_thread(env.judge, ep.final_state(), "")
+        data = await asyncio.to_thread(env.snapshot, ep.final_state())
+        await ep.close()
+    assert verdict.reward == 0.0 and verdict.error is None
+    assert (await asyncio.to_thread(ToolathlonTaskEnv(ref()).judge_shipped, data, "")).reward == 0.0
+    assert gt.read_text().strip() == "49"  # the checkout's own copy untouched

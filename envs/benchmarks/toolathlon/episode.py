@@ -36,7 +36,6 @@ import datetime
 import json
 import shutil
 import tempfile
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +54,8 @@ LOCAL_TOOLS = Path(__file__).with_name("local_tools.py")
 PREPROCESS_TIMEOUT_S = 300.0
 JUDGE_TIMEOUT_S = 600.0
 PROCESS_MEMORY_BYTES = 4 * 2**30
+#: the most a task folder copied for its evaluator may hold (its ground truth and inputs: megabytes)
+MAX_TASK_BYTES = 2 * 2**30
 SERVER_MEMORY_BYTES = 2 * 2**30
 #: appended to the agent system prompt in Toolathlon's single-turn mode (its default)
 SINGLE_TURN = ("\nPlease complete the given task independently. Do not seek confirmation or additional feedback "
@@ -84,9 +85,31 @@ class ToolathlonTaskEnv:
         self.judge_timeout_s = judge_timeout_s or JUDGE_TIMEOUT_S
         self._open: LiveStates[tuple[Path, str]] = LiveStates()  # (an episode's work folder, its launch time)
 
-    def _options(self, state_root: Path, cwd: Path, also_read: tuple[Path, ...] = ()) -> list[str]:
-        read_only = [self.checkout.path, LOCAL_TOOLS, *also_read] + ([Path(self.ref.node_dir)] if self.ref.node_dir else [])
-        return sandbox_options(self.interp, read_only=read_only, writable=[state_root], cwd=cwd)
+    def _node(self) -> list[Path]:
+        return [Path(self.ref.node_dir)] if self.ref.node_dir else []
+
+    def _benchmark_options(self, ws: Path, also_read: tuple[Path, ...] = (), overlay: tuple[Path, Path] | None = None,
+                           ) -> list[str]:
+        """Toolathlon's own code (its preprocess, its evaluator): the checkout read-only, cwd = the checkout
+        (its modules run as `-m tasks.finalpool.<task>...`), the workspace writable; `overlay`: (a
+        host-owned copy, the task folder it stands in for), bound writable over the checkout's."""
+        options = sandbox_options(self.interp, read_only=[self.checkout.path, *also_read, *self._node()], writable=[ws],
+                                  cwd=self.checkout.path)
+        if overlay is not None:
+            copy, task_dir = overlay
+            options += ["--bind", str(copy), str(task_dir)]
+        return options
+
+    def _server_options(self, ws: Path, cwd: Path, cfg: dict[str, Any] | None = None) -> list[str]:
+        """A server the model drives (its filesystem, terminal and git servers; python_execute): none of
+        the checkout, where the tasks' ground truth lives (groundtruth_workspace/, answer files beside
+        it) and its configs hold keys, except local_servers/ or local_binary/ when its config names
+        them; the workspace writable, as a mount point of its own (the folder holding it is the host's)."""
+        named = json.dumps(cfg or {})
+        read_only = [LOCAL_TOOLS, *self._node()]
+        read_only += [self.checkout.path / d for d in ("local_servers", "local_binary")
+                      if str(self.checkout.path / d) in named and (self.checkout.path / d).is_dir()]
+        return sandbox_options(self.interp, read_only=read_only, writable=[ws], cwd=cwd)
 
     def prompt(self, workspace: Path, launch_time: str) -> str:
         system = (self.dir / "docs" / "agent_system_prompt.md").read_text(encoding="utf-8", errors="replace")
@@ -109,8 +132,8 @@ class ToolathlonTaskEnv:
             except untrusted_fs.PathRefused as exc:
                 raise ToolathlonError(f"{self.ref.task}: {exc}") from None
             shutil.copytree(initial, ws, symlinks=True, dirs_exist_ok=True)
-        if self.task.has_preprocess:
-            argv = sandboxed(self._options(state_root, self.checkout.path),
+        if self.task.has_preprocess:  # Toolathlon's code, before the model acts
+            argv = sandboxed(self._benchmark_options(ws),
                              [self.interp.python, "-m", f"tasks.finalpool.{self.ref.task}.preprocess.main",
                               "--agent_workspace", str(ws), "--launch_time", launch_time], scratch)
             run = run_once(argv, timeout_s=PREPROCESS_TIMEOUT_S, log_file=logs / "preprocess.log", limits=limits,
@@ -118,18 +141,20 @@ class ToolathlonTaskEnv:
             if run.exit_code != 0:
                 how = "timed out" if run.timed_out else f"exit code {run.exit_code}"
                 raise ToolathlonError(f"{self.ref.task}: its preprocess failed ({how}):\n{run.output_tail[-3000:]}")
-        for sub in ("memory", "arxiv_local_storage"):
-            (ws / sub).mkdir(exist_ok=True)
+        if "memory" in self.task.servers:  # its memory server's file lives there (Toolathlon makes it then only)
+            (ws / "memory").mkdir(exist_ok=True)
         return ws
 
     def upstreams(self, work: Path, ws: Path, limits: Any) -> list[Upstream]:
-        state_root, scratch, logs = work / "state", work / "scratch", work / "logs"
+        scratch, logs = work / "scratch", work / "logs"
         ups = []
         for name, cfg in self.checkout.server_configs(self.task, ws).items():
             command = server_command(name, cfg, self.interp.python, self.ref.node_dir)
-            cwd = Path(cfg["cwd"]) if cfg.get("cwd") else self.checkout.path
+            cwd = Path(cfg["cwd"]) if cfg.get("cwd") else ws
+            if not cwd.resolve().is_relative_to(ws.resolve()):
+                raise ToolathlonError(f"server {name!r}: working directory {cwd} is outside the workspace")
             env = {str(k): str(v) for k, v in cfg["env"].items()}
-            options = self._options(state_root, cwd)
+            options = self._server_options(ws, cwd, cfg)
             if env:
                 options = options + [a for k, v in env.items() for a in ("--setenv", k, v)]
             ups.append(Upstream(UpstreamSpec(name, command=sandboxed(options, command, scratch), env=BWRAP_ENV,
@@ -137,24 +162,24 @@ class ToolathlonTaskEnv:
                                 memory_bytes=SERVER_MEMORY_BYTES, errlog=logs / f"upstream-{name}.log"))
         wanted = [t for t in self.task.local_tools if t in PROVIDED_TOOLS]
         if wanted:
-            argv = sandboxed(self._options(state_root, ws), [self.interp.python, str(LOCAL_TOOLS), str(ws), *wanted],
+            argv = sandboxed(self._server_options(ws, ws), [self.interp.python, str(LOCAL_TOOLS), str(ws), *wanted],
                              scratch)
             ups.append(Upstream(UpstreamSpec("local", command=argv, env=BWRAP_ENV, timeout_s=130.0), limits=limits,
                                 memory_bytes=SERVER_MEMORY_BYTES, errlog=logs / "upstream-local.log"))
         return ups
 
     async def open(self, runtime: Runtime) -> Episode:
-        work = Path(runtime.root) / f"toolathlon-{uuid.uuid4().hex[:12]}"
+        work = runtime.env_folder("toolathlon").resolve()
         launch_time = launch_time_now()
         try:
             ws = await asyncio.to_thread(self.prepare, work, launch_time, runtime.limits)
             self.instruction = self.prompt(ws, launch_time)
-            episode = await runtime.open_episode(self.upstreams(work, ws, runtime.limits), workspace=ws.resolve(),
-                                                 binds=[f"{ws.resolve()}:rw"])
+            episode = await runtime.open_episode(self.upstreams(work, ws, runtime.limits), workspace=ws,
+                                                 binds=[f"{ws}:rw"])
         except BaseException:
-            await asyncio.to_thread(untrusted_fs.remove_tree, work)
+            await runtime.remove_env_folder(work)
             raise
-        self._open.track(episode, (work, launch_time), lambda: asyncio.to_thread(untrusted_fs.remove_tree, work))
+        self._open.track(episode, (work, launch_time), lambda: runtime.remove_env_folder(work))
         return episode
 
     def evaluate(self, state_root: Path, launch_time: str, answer: str, limits: Any = None) -> Verdict:
@@ -164,6 +189,10 @@ class ToolathlonTaskEnv:
         # would redirect a host write)
         scratch = Path(tempfile.mkdtemp(prefix="toolathlon-eval-"))
         try:
+            # the evaluator reads (and some write: paper-checker, privacy-desensitization unpack into
+            # their groundtruth_workspace) a host-owned copy of the task folder, never the checkout's
+            task_copy = scratch / "task"
+            untrusted_fs.copy_tree(self.dir, scratch, "task", max_bytes=MAX_TASK_BYTES)
             log = scratch / "traj_log.json"
             task_md = (self.dir / "docs" / "task.md").read_text(encoding="utf-8", errors="replace")
             log.write_text(json.dumps({
@@ -173,12 +202,14 @@ class ToolathlonTaskEnv:
                 "status": "success",
                 "messages": [{"role": "user", "content": task_md}, {"role": "assistant", "content": answer}]}))
             gt = f"tasks/finalpool/{self.ref.task}/groundtruth_workspace" if self.task.has_groundtruth else "None"
-            argv = sandboxed(self._options(state_root, self.checkout.path, (log,)),
+            argv = sandboxed(self._benchmark_options(ws, (log,), overlay=(task_copy, self.dir)),
                              [self.interp.python, "-m", f"tasks.finalpool.{self.ref.task}.evaluation.main",
                               "--res_log_file", str(log), "--agent_workspace", str(ws), "--groundtruth_workspace", gt,
                               "--launch_time", launch_time], scratch)
             run = run_once(argv, timeout_s=self.judge_timeout_s, log_file=scratch / "evaluation.log", limits=limits,
                            memory_bytes=PROCESS_MEMORY_BYTES, name="toolathlon-evaluation")
+        except untrusted_fs.PathRefused as exc:
+            return Verdict.failed(f"{self.ref.task}: its task folder cannot be copied for the evaluator: {exc}")
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
         if run.timed_out:
