@@ -105,9 +105,10 @@ class LearnerRank:
         """This node's IP and a port free on it: rank 0's answer is the rendezvous."""
         import socket
 
+        host = ray.util.get_node_ip_address()
         with socket.socket() as s:
-            s.bind(("", 0))
-            return ray.util.get_node_ip_address(), s.getsockname()[1]
+            s.bind((host, 0))  # the node's address, not every interface
+            return host, s.getsockname()[1]
 
     def setup(self, model_path: str, cfg: LearnerConfig, master: tuple[str, int], local_world: int) -> None:
         import torch

@@ -261,7 +261,9 @@ class WeightUpdate(msgspec.Struct, frozen=True):
 
     `object_store`: `ref` holds [ObjectRef] of the state dict. `collective`: the process group's
     address and membership epoch (a new epoch = a new group: a generator joined or was replaced),
-    and the buckets, each a list of tensors packed end to end, broadcast from rank 0 in order.
+    and the buckets, each a list of tensors packed end to end, broadcast from rank 0 in order;
+    `token`, the group's secret (it travels over Ray only): a peer without it finds nothing in the
+    group's store, and every header carries it, so a receiver refuses a sender that is not the group's.
     """
 
     version: int
@@ -274,3 +276,4 @@ class WeightUpdate(msgspec.Struct, frozen=True):
     backend: str = "gloo"
     buckets: list[list[TensorMeta]] = []
     timeout_s: float = 300.0
+    token: str = ""

@@ -156,3 +156,46 @@ def test_a_failed_update_closes_only_its_own_group():
         if version == 2:
             waiting.join()  # the stale update fails now, after the new group formed
     assert errors and recv.group is not None and recv.group.epoch == 2
+
+
+def test_a_peer_without_the_groups_token_cannot_join_or_send():
+    """The store is a TCP listener anyone who reaches the node can connect to (a sandbox with the host's
+    network, another tenant): without the group's token a peer finds none of its keys, so it neither
+    joins nor stands in for the learner; the real members' update goes through beside it."""
+    import threading
+
+    import msgspec
+
+    cfg = WeightTransportConfig(kind="collective", backend="gloo", timeout_s=4)
+    weights = {"w": torch.arange(6.0)}
+    sender = CollectiveSender(cfg)
+    update = sender.offer(1, weights, epoch=1, world_size=2)
+    assert update.host != "" and len(update.token) == 32
+    # an intruder claims rank 1 with a guessed token; the real receiver comes too
+    forged = msgspec.structs.replace(update, token="0" * 32)
+    intruder_errors = []
+
+    def intrude():
+        try:
+            list(CollectiveReceiver().receive(forged, 1))
+        except WeightTransferError as exc:
+            intruder_errors.append(exc)
+
+    intruder = threading.Thread(target=intrude)
+    intruder.start()
+    send = threading.Thread(target=sender.send, args=(update,))
+    send.start()
+    got = {}
+    for part in CollectiveReceiver().receive(update, 1):
+        got.update(part)
+    send.join()
+    intruder.join()
+    assert torch.equal(got["w"], weights["w"])
+    assert intruder_errors and "did not form" in str(intruder_errors[0])
+    # a sender without the token: the receiver never takes its data
+    rogue = CollectiveSender(cfg)
+    rogue_update = rogue.offer(2, {"w": torch.full((6,), 666.0)}, epoch=2, world_size=2)
+    victim_view = msgspec.structs.replace(rogue_update, token=update.token)  # what the receiver was told
+    threading.Thread(target=lambda: pytest.raises(WeightTransferError, rogue.send, rogue_update), daemon=True).start()
+    with pytest.raises(WeightTransferError):
+        list(CollectiveReceiver().receive(victim_view, 1))

@@ -11,8 +11,8 @@ Face-named tensors happens before, in the backend's `weights()`: FSDP's full sta
 mbridge's export (TP shards gathered, PP stages broadcast), both collectives over the learner's own
 world. So the transport sees one full state dict on one rank, whatever TP/PP/DP are.
 
-One update: a header [version, buckets, epoch] (a receiver that expected another update fails at
-once, never loads a mismatched tensor), then the buckets in order: each a list of tensors packed
+One update: a header [version, buckets, epoch, token] (a receiver that expected another update, or
+another sender, fails at once, never loads a mismatched tensor), then the buckets in order: each a list of tensors packed
 end to end (64-byte aligned) into one uint8 buffer of at most `bucket_mb` (a larger tensor gets a
 bucket of its own), so neither side allocates more than one bucket beyond the model itself.
 Each join and each broadcast has the config's deadline: a peer that never joins or dies mid-way
@@ -29,6 +29,7 @@ what the learner's importance ratio corrects; `Generation.policy_version` is the
 from __future__ import annotations
 
 import contextlib
+import secrets
 import socket
 import time
 from collections.abc import Iterator
@@ -97,17 +98,44 @@ def wait_for_stream(stream: Any, timeout_s: float, what: str) -> None:
         time.sleep(0.001)
 
 
+def token_words(token: str) -> list[int]:
+    """The group's token as two int64 words, for the header (a receiver compares them)."""
+    return [int(token[:15] or "0", 16), int(token[15:30] or "0", 16)]
+
+
 class Group:
-    """One membership epoch of the transport's process group."""
+    """One membership epoch of the transport's process group.
+
+    vLLM's stateless group (`stateless_init_torch_distributed_process_group`), formed here with its own
+    parts so that its keys live under a prefix made of the group's token: the rendezvous store is a
+    TCP listener anyone who reaches the node can connect to, and without the token a peer finds none
+    of the keys the members exchange (it cannot join, nor feed a member its own data)."""
 
     def __init__(self, update: WeightUpdate, rank: int, listen: socket.socket | None = None):
-        from vllm.distributed.utils import stateless_init_torch_distributed_process_group
+        from torch.distributed import PrefixStore, TCPStore
+        from vllm.distributed.utils import create_tcp_store, init_gloo_process_group
 
         self.backend, self.timeout_s, self.rank, self.epoch = update.backend, update.timeout_s, rank, update.epoch
+        timeout = timedelta(seconds=update.timeout_s)
         try:
-            self.pg = stateless_init_torch_distributed_process_group(
-                update.host, update.port, rank, update.world_size, update.backend, listen_socket=listen,
-                timeout=timedelta(seconds=update.timeout_s))
+            if rank == 0:
+                self.store = create_tcp_store(update.host, update.port, listen_socket=listen,
+                                              world_size=update.world_size, is_master=True, timeout=timeout,
+                                              multi_tenant=True)
+            else:
+                self.store = TCPStore(host_name=update.host, port=update.port, world_size=update.world_size,
+                                      is_master=False, timeout=timeout)
+            self.store.set_timeout(timeout)
+            prefix = PrefixStore(f"progagent-weights/{update.token}/{update.epoch}", self.store)
+            if update.backend == "gloo":
+                self.pg = init_gloo_process_group(prefix_store=prefix, group_rank=rank, group_size=update.world_size,
+                                                  timeout=timeout)
+            else:
+                from vllm.platforms import current_platform
+
+                self.pg = current_platform.stateless_init_device_torch_dist_pg(
+                    backend=update.backend, prefix_store=prefix, group_rank=rank, group_size=update.world_size,
+                    timeout=timeout)
         except Exception as exc:  # noqa: BLE001  (torch's DistStoreError and friends)
             raise WeightTransferError(
                 f"the weight group (epoch {update.epoch}, {update.host}:{update.port}) did not form within "
@@ -136,7 +164,7 @@ class Group:
         with contextlib.suppress(Exception):
             if self.backend == "nccl":
                 self.pg.shutdown()
-        self.pg = None
+        self.pg = self.store = None
 
 
 def _device(backend: str) -> Any:
@@ -163,22 +191,26 @@ class CollectiveSender:
         self.group: Group | None = None
         self.listen: socket.socket | None = None
         self.address: tuple[str, int, int, int] | None = None  # host, port, world, epoch of the offered group
+        self.token = ""
         self.weights: dict[str, torch.Tensor] | None = None
 
     def offer(self, version: int, weights: dict[str, torch.Tensor], epoch: int, world_size: int) -> WeightUpdate:
         if self.address is None or self.address[2:] != (world_size, epoch):
             self._drop()
             # bound now and handed to the store as it is: no window in which another process takes the port
+            # on the node's address only (not every interface), and a fresh token for the new group
+            host = _node_ip()
             self.listen = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
             self.listen.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            self.listen.bind(("", 0))
+            self.listen.bind((host, 0))
             self.listen.listen(1024)
-            self.address = (_node_ip(), self.listen.getsockname()[1], world_size, epoch)
+            self.address = (host, self.listen.getsockname()[1], world_size, epoch)
+            self.token = secrets.token_hex(16)
         self.weights = weights
         host, port, world, ep = self.address
         return WeightUpdate(version=version, kind="collective", host=host, port=port, world_size=world, epoch=ep,
                             backend=self.backend, buckets=plan_buckets(weights, self.cfg.bucket_mb << 20),
-                            timeout_s=self.cfg.timeout_s)
+                            timeout_s=self.cfg.timeout_s, token=self.token)
 
     def send(self, update: WeightUpdate) -> None:
         if self.weights is None or self.address is None or self.address[1] != update.port:
@@ -188,7 +220,8 @@ class CollectiveSender:
                 self.group = Group(update, 0, listen=self.listen)
                 self.listen = None  # the store owns it now
             device = _device(self.backend)
-            header = torch.tensor([update.version, len(update.buckets), update.epoch], dtype=torch.int64, device=device)
+            header = torch.tensor([update.version, len(update.buckets), update.epoch, *token_words(update.token)],
+                                  dtype=torch.int64, device=device)
             self.group.broadcast(header, f"header of version {update.version}")
             for i, bucket in enumerate(update.buckets):
                 self.group.broadcast(pack(self.weights, bucket, device), f"bucket {i + 1}/{len(update.buckets)} of "
@@ -223,12 +256,15 @@ class CollectiveReceiver:
                 self.close()
                 group = self.group = Group(update, rank)
             device = _device(update.backend) if update.backend == "nccl" else torch.device("cpu")
-            header = torch.zeros(3, dtype=torch.int64, device=device)
+            header = torch.zeros(5, dtype=torch.int64, device=device)
             group.broadcast(header, f"header of version {update.version}")
             expected = [update.version, len(update.buckets), update.epoch]
-            if header.tolist() != expected:
+            if header.tolist()[3:] != token_words(update.token):
+                raise WeightTransferError(f"rank {rank}: the sender of version {update.version} does not hold the "
+                                          "group's token: refused")
+            if header.tolist()[:3] != expected:
                 raise WeightTransferError(f"rank {rank} expected [version, buckets, epoch] = {expected}, the learner "
-                                          f"sent {header.tolist()}")
+                                          f"sent {header.tolist()[:3]}")
             for i, bucket in enumerate(update.buckets):
                 buf = torch.empty(sum(_size(m) for m in bucket), dtype=torch.uint8, device=device)
                 group.broadcast(buf, f"bucket {i + 1}/{len(update.buckets)} of version {update.version}")
