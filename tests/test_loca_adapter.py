@@ -95,7 +95,7 @@ async def open_env(runtime, r: LocaRef):
 async def test_an_episode_runs_on_locas_state_and_locas_evaluator_decides():
     async with Runtime(RuntimeConfig(warm_pool=0)) as runtime:
         env, ep = await open_env(runtime, ref("1k", 1))
-        work = Path(runtime.root).glob("loca-*").__next__()
+        work = Path(runtime.root).glob("envs/loca-*").__next__()
         assert env.instruction.startswith("Audit the shelf")
         names = {t["name"] for t in ep.tools()}
         assert {"list_items", "flag_item", "write_file", "claim_done", "get_current_time"} <= names
@@ -128,7 +128,7 @@ async def test_a_generator_that_logs_a_failure_is_an_error_that_says_so():
     async with Runtime(RuntimeConfig(warm_pool=0)) as runtime:
         with pytest.raises(LocaError, match="(?s)generate step failed.*the item generator was given no categories"):
             await open_env(runtime, ref("1k", 7, "BrokenGeneratorS2LEnv"))
-        assert list(Path(runtime.root).glob("loca-*")) == []
+        assert list(Path(runtime.root).glob("envs/loca-*")) == []
 
 
 @needs_npm
@@ -200,3 +200,71 @@ def test_a_log_read_back_is_a_bounded_tail_never_through_a_link_or_a_pipe(tmp_pa
     (tmp_path / "big.log").write_bytes(b"x" * 100_000 + b"END")
     assert tail(tmp_path / "linked.log") == "" and tail(tmp_path / "fifo.log") == ""
     assert tail(tmp_path / "big.log", 10) == "xxxxxxxEND"
+
+
+def task_dir_of(runtime) -> Path:
+    return next(Path(runtime.root).glob("envs/loca-*")).resolve() / "state" / "task"
+
+
+@needs_npm
+async def test_the_ground_truth_is_out_of_reach_of_every_server(tmp_path):
+    """Through run_command the model read groundtruth_workspace/expected.json and overwrote it with [];
+    LOCA's evaluator then gave 1.0 with nothing done. A server now sees the agent workspace, its own
+    databases and its own code only: not the task's other files, not the rest of the checkout."""
+    async with Runtime(RuntimeConfig(warm_pool=0)) as runtime:
+        env, ep = await open_env(runtime, ref("1k", 1))
+        task = task_dir_of(runtime)
+        expected = (task / "groundtruth_workspace" / "expected.json").read_text()
+        answer = CHECKOUT / "gem" / "envs" / "shelf_audit_s2l" / "groundtruth_workspace" / "standard_answer.json"
+        for cmd in (f"cat {task}/groundtruth_workspace/expected.json", f"echo [] > {task}/groundtruth_workspace/expected.json",
+                    f"cat {answer}", f"ls {CHECKOUT}/gem/envs", f"cat {task}/logs/env.log"):
+            r = await ep.call_tool("run_command", {"command": cmd})
+            assert "return code: 0" not in r.text and "SKU" not in r.text, (cmd, r.text)
+        r = await ep.call_tool("run_command", {"command": "ls " + str(task)})
+        assert r.text.split()[:3] == ["agent_workspace", "local_db", "memory_data"], r.text  # its own folders only
+        await ep.stop()
+        assert (task / "groundtruth_workspace" / "expected.json").read_text() == expected
+        verdict = await asyncio.to_thread(env.judge, ep.final_state(), "done")
+        assert verdict.reward == 0.0 and verdict.error is None  # nothing done: LOCA's evaluator says so
+        await ep.close()
+
+
+@needs_npm
+async def test_a_server_cannot_swap_the_kernels_workspace(tmp_path):
+    """A process left in a server swapped the workspace folder for a link to a host folder, then the
+    kernel restarted and bound the host folder. The folder holding the workspace is no server's now,
+    and a restart binds the folder that was checked (tests/test_attack_restarts.py)."""
+    host = tmp_path / "host"
+    host.mkdir()
+    async with Runtime(RuntimeConfig(warm_pool=0)) as runtime:
+        env, ep = await open_env(runtime, ref("1k", 1))
+        ws = task_dir_of(runtime) / "agent_workspace"
+        r = await ep.call_tool("run_command", {"command": f"mv {ws} {ws}.old && ln -s {host} {ws}"})
+        assert "return code: 0" not in r.text
+        assert ws.is_dir() and not ws.is_symlink() and (ws / "policy.txt").exists()
+        for _ in range(3):
+            await ep.run_program("import os; os._exit(1)")
+            r = await ep.run_program("import os; print(sorted(os.listdir('.'))); open('x', 'w').write('x')")
+            assert "policy.txt" in r.text
+        assert list(host.iterdir()) == []
+        await ep.close()
+
+
+@needs_npm
+async def test_what_servers_write_counts_against_the_disk_limit(tmp_path):
+    """LOCA's local_db (written by its servers) was not counted: 1.5 GiB went past a 512 MiB limit."""
+    async with Runtime(RuntimeConfig(warm_pool=0, disk_bytes=32 * 2**20)) as runtime:
+        env, ep = await open_env(runtime, ref("1k", 1))
+        db = task_dir_of(runtime) / "local_db" / "inventory"
+        for i in range(3):
+            r = await ep.call_tool("run_command", {"command": f"head -c 20000000 /dev/urandom > {db}/fill-{i}.bin"})
+            if ep.ended:
+                break
+        assert ep.ended and "disk limit" in r.text, r.text
+        # a server's own file outside the workspace (its notes, as ApplyPhD's memory file) is its to write
+        await ep.close()
+        env, ep = await open_env(runtime, ref("1k", 1))
+        r = await ep.call_tool("add_note", {"text": "remember"})
+        assert r.text == "1 notes", r.text
+        assert (task_dir_of(runtime) / "memory_data" / "notes.json").exists()
+        await ep.close()

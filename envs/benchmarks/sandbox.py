@@ -9,8 +9,11 @@ sandbox exists to prevent. So every such process sees
 - the host's /usr and a few /etc files, read-only (envs/runtime/sandbox.isolation_argv);
 - the benchmark's Python installation (its virtual environment and base interpreter) and its
   checkout, read-only, at their host paths (so LOCA's absolute script paths work unchanged);
-- the episode's state folder read-write at its host path (the path the server configs name, and
-  the path bound into the kernel's sandbox: one path means one thing everywhere);
+- the folders it must write read-write at their host paths (the paths the server configs name, and
+  the workspace bound into the kernel's sandbox: one path means one thing everywhere): for a server
+  the model drives, only its own (the agent workspace, its databases), never a folder that holds the
+  kernel's workspace or the task's ground truth (each adapter decides which: LOCA's server_folders,
+  Toolathlon's _server_options); the rest of the root read-only;
 - no network, a cleared environment (PATH = the benchmark's bin folder first), a private /tmp, and
   per-process limits (memory, processes, file size) from the runtime's limits backend.
 
@@ -97,7 +100,8 @@ def sandbox_options(interp: Interpreter, *, read_only: Sequence[Path], writable:
     for p in writable:
         real = Path(p).resolve()
         argv += ["--bind", str(real), str(real)]
-    argv += ["--chdir", str(Path(cwd).resolve())]
+    # the tmpfs root read-only: a write outside the bound folders and /tmp fails, as in the kernel's sandbox
+    argv += ["--chdir", str(Path(cwd).resolve()), "--remount-ro", "/"]
     base = {
         "HOME": "/tmp",
         "PATH": f"{interp.bin_dir}:/usr/local/bin:/usr/bin:/bin",

@@ -3,7 +3,7 @@
     env = LocaTaskEnv(LocaRef(checkout, "64k", "CanvasListTestS2LEnv", 42, python))
     traj = await run_episode(env, runtime, generator, renderer, "ptc")   # rollout/episode.py
 
-Per episode, in a fresh folder `W` (under the runtime's root):
+Per episode, in a fresh folder `W` (Runtime.env_folder):
 
 1. LOCA's own generator makes the state: driver.py runs in LOCA's Python, in the benchmark sandbox
    (envs/benchmarks/sandbox.py) with `W/task` writable, constructs the configuration's environment
@@ -15,6 +15,16 @@ Per episode, in a fresh folder `W` (under the runtime's root):
    their commands mapped to what is installed here (`server_command`): `python` and `uv … run python`
    → LOCA's interpreter; `uvx PKG` and bare names → PKG in LOCA's environment; `npx PKG` → that npm
    package's executable under `node_dir`. A tool call may take LOCA_TOOL_TIMEOUT_S (LOCA allows 120 s).
+   What a server sees (`server_folders`): what its command, environment and working folder name, and
+   nothing else. Writable: the agent workspace (a mount point of its own: the folder holding it is no
+   server's, so no server can swap it), its database folder under local_db/, and a folder of its own
+   that generation did not make (ApplyPhD's memory_data/); read-only: its own code folder in the
+   checkout (plus mcp_convert's shared common/ package). Never the rest of the task folder, which is
+   what grades the episode (groundtruth_workspace/, files/, preprocess/, initial_workspace/, config
+   files, logs), nor the rest of the checkout (answer files ship there, and its generators with the
+   seeds would regenerate the answers): a server that names them is refused. LOCA's terminal and
+   python_execute run what the model asks, so this is what the model can reach. The whole task folder
+   counts against the episode's disk limit (its servers write local_db/).
 3. The episode's kernel sees the agent workspace at its host path (the path LOCA's servers are given)
    and as /workspace, its working directory: one path means one thing to a program and to a server.
    The model's prompt is LOCA's instruction, unchanged.
@@ -34,7 +44,7 @@ by the process that holds it, on the env worker, under the same deadline a judge
 from __future__ import annotations
 
 import asyncio
-import uuid
+import os
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +66,8 @@ LOCA_TOOL_TIMEOUT_S = 120.0
 GENERATE_TIMEOUT_S = 900.0
 #: LOCA's evaluators run their own subprocesses over the final state
 JUDGE_TIMEOUT_S = 600.0
+#: the shared code of LOCA's mcp_convert servers: each imports mcp_convert/common and its own package
+MCP_CONVERT_SHARED = ("mcp_convert/common", "mcp_convert/mcps/__init__.py", "mcp_convert/pyproject.toml")
 #: memory of LOCA's generator/evaluator process and of each of its servers
 DRIVER_MEMORY_BYTES = 4 * 2**30
 SERVER_MEMORY_BYTES = 2 * 2**30
@@ -75,12 +87,57 @@ class LocaState:
         self.interp = interpreter(ref.python)
         self.driver: JsonLineProcess | None = None
         self.reply: dict[str, Any] = {}
+        self.generated: set[str] = set()
 
     def options(self, cwd: Path, env: dict[str, str] | None = None) -> list[str]:
-        read_only = [Path(self.ref.checkout), DRIVER]
-        if self.ref.node_dir:
-            read_only.append(Path(self.ref.node_dir))
+        """The driver's sandbox (LOCA's own generator and evaluator, never the model's): the checkout
+        read-only, the state folder writable."""
+        read_only = [Path(self.ref.checkout), DRIVER, *self._node()]
         return sandbox_options(self.interp, read_only=read_only, writable=[self.state_root], cwd=cwd, env=env)
+
+    def _node(self) -> list[Path]:
+        return [Path(self.ref.node_dir)] if self.ref.node_dir else []
+
+    def server_folders(self, name: str, command: list[str], env: dict[str, str], cwd: Path) -> tuple[list[Path], list[Path]]:
+        """(read-only, writable) folders of one server: what its command, environment and working
+        folder name, and nothing else (module docstring, "What a server sees"). LocaError for a server
+        that names the task's own files (its ground truth) or a folder outside the task and the checkout."""
+        checkout, task = Path(self.ref.checkout).resolve(), self.task_dir.resolve()
+        read_only: list[Path] = []
+        writable: list[Path] = [self.agent_workspace.resolve()]
+        named = [str(cwd), *env.values()]
+        for arg in command[1:]:
+            named += [arg, arg.partition("=")[2]] if arg.startswith("--") else [arg]
+        for value in named:
+            if not value.startswith("/"):
+                continue
+            path = Path(os.path.normpath(value))
+            if path.is_relative_to(task):
+                parts = path.relative_to(task).parts
+                if not parts:
+                    raise LocaError(f"server {name!r} names the whole task folder {path}: refused (it holds the "
+                                    "task's ground truth)")
+                if parts[0] == "agent_workspace":
+                    continue
+                if parts[0] == "local_db" and len(parts) > 1:
+                    folder = task / "local_db" / parts[1]
+                elif parts[0] in self.generated:
+                    raise LocaError(f"server {name!r} names {path}, among the task's own files ({parts[0]}/ holds what "
+                                    "grades the episode): refused")
+                else:  # a folder of its own no generator made (ApplyPhD's memory_data/, .pdf_tools_tempfiles/)
+                    folder = path.parent if path.suffix else path
+                folder.mkdir(parents=True, exist_ok=True)
+                writable.append(folder)
+            elif path.is_relative_to(checkout):
+                rel = path.relative_to(checkout)
+                if path.is_file():  # the server's own code: its folder, and mcp_convert's shared package
+                    read_only.append(path.parent)
+                    if rel.parts[:2] == ("mcp_convert", "mcps"):
+                        read_only += [checkout / p for p in MCP_CONVERT_SHARED if (checkout / p).exists()]
+                # a folder of the checkout (uv --directory D) is not bound: the mapped command runs no uv
+        if not any(cwd.resolve().is_relative_to(f) for f in [*writable, *read_only]):
+            raise LocaError(f"server {name!r}: working directory {cwd} is not one of its own folders")
+        return read_only, writable
 
     def generate(self, config: dict[str, Any], limits: Any) -> dict[str, Any]:
         """LOCA's generator, run once: the state under task_dir and the driver's first reply."""
@@ -100,6 +157,7 @@ class LocaState:
         if not isinstance(reply.get("instruction"), str) or not isinstance(reply.get("servers"), dict):
             raise LocaError(f"{self.ref.task_id}: the driver's reply lacks an instruction or servers")
         self.reply = reply
+        self.generated = set(os.listdir(self.task_dir))  # what LOCA made: its ground truth among it
         return reply
 
     @property
@@ -111,11 +169,11 @@ class LocaState:
         for name, cfg in self.reply["servers"].items():
             command = server_command(name, cfg, self.interp.python, self.ref.node_dir)
             cwd = Path(cfg.get("cwd") or self.agent_workspace)
-            if not cwd.resolve().is_relative_to(self.task_dir.resolve()) and \
-                    not cwd.resolve().is_relative_to(Path(self.ref.checkout).resolve()):
-                raise LocaError(f"server {name!r}: working directory {cwd} is outside the task and the checkout")
             env = {str(k): str(v) for k, v in (cfg.get("env") or {}).items()}
-            argv = sandboxed(self.options(cwd, env), command, self.scratch)
+            read_only, writable = self.server_folders(name, command, env, cwd)
+            options = sandbox_options(self.interp, read_only=[*read_only, *self._node()], writable=writable, cwd=cwd,
+                                      env=env)
+            argv = sandboxed(options, command, self.scratch)
             ups.append(Upstream(UpstreamSpec(name, command=argv, env=BWRAP_ENV, timeout_s=LOCA_TOOL_TIMEOUT_S),
                                 limits=limits, memory_bytes=SERVER_MEMORY_BYTES,
                                 errlog=self.logs / f"upstream-{name}.log"))
@@ -162,18 +220,26 @@ class LocaTaskEnv:
         self._states: LiveStates[LocaState] = LiveStates()
 
     async def open(self, runtime: Runtime) -> Episode:
-        work = Path(runtime.root) / f"loca-{uuid.uuid4().hex[:12]}"
+        work = runtime.env_folder("loca").resolve()
         logs = Path(runtime.config.logs_dir) / work.name if runtime.config.logs_dir else work / "logs"
         state = LocaState(self.ref, work, logs)
+
+        async def close() -> None:
+            await state.close()
+            await runtime.remove_env_folder(work)
+
         try:
             reply = await asyncio.to_thread(state.generate, self.config, runtime.limits)
             self.instruction = reply["instruction"]
             ws = state.agent_workspace.resolve()
-            episode = await runtime.open_episode(state.upstreams(runtime.limits), workspace=ws, binds=[f"{ws}:rw"])
+            # the task folder counts against the disk limit: its servers write local_db/ (1.5 GiB went
+            # past a 512 MiB limit when only the workspace counted)
+            episode = await runtime.open_episode(state.upstreams(runtime.limits), workspace=ws, binds=[f"{ws}:rw"],
+                                                 counted=[state.task_dir.resolve()])
         except BaseException:
-            await state.close()
+            await close()
             raise
-        self._states.track(episode, state, state.close)
+        self._states.track(episode, state, close)
         return episode
 
     def judge(self, state: EpisodeState | str | Path, answer: str) -> Verdict:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import shutil
 import tempfile
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -51,9 +50,11 @@ class MCPMarkTaskEnv:
         self.judge_timeout_s = judge_timeout_s or JUDGE_TIMEOUT_S
         self._open: LiveStates[Path] = LiveStates()  # an episode's work folder
 
-    def _options(self, state_root: Path, cwd: Path, env: dict[str, str] | None = None) -> list[str]:
-        read_only = [self.checkout.path] + ([Path(self.ref.node_dir)] if self.ref.node_dir else [])
-        return sandbox_options(self.interp, read_only=read_only, writable=[state_root], cwd=cwd, env=env)
+    def _options(self, copy: Path, cwd: Path, env: dict[str, str] | None = None, *, checkout: bool) -> list[str]:
+        """The working copy writable; the checkout (every task's verify.py: what grades the episode)
+        read-only for verify.py only, never for the server the model drives."""
+        read_only = ([self.checkout.path] if checkout else []) + ([Path(self.ref.node_dir)] if self.ref.node_dir else [])
+        return sandbox_options(self.interp, read_only=read_only, writable=[copy], cwd=cwd, env=env)
 
     def prepare(self, work: Path) -> Path:
         copy = work / "state" / self.task.category
@@ -66,26 +67,26 @@ class MCPMarkTaskEnv:
         return copy
 
     async def open(self, runtime: Runtime) -> Episode:
-        work = Path(runtime.root) / f"mcpmark-{uuid.uuid4().hex[:12]}"
+        work = runtime.env_folder("mcpmark").resolve()
         try:
             copy = (await asyncio.to_thread(self.prepare, work)).resolve()
             command = server_command("filesystem", {**SERVER, "args": [*SERVER["args"], str(copy)]},
                                      self.interp.python, self.ref.node_dir)
-            argv = sandboxed(self._options(work / "state", copy), command, work / "scratch")
+            argv = sandboxed(self._options(copy, copy, checkout=False), command, work / "scratch")
             up = Upstream(UpstreamSpec("filesystem", command=argv, env=BWRAP_ENV), limits=runtime.limits,
                           errlog=work / "upstream-filesystem.log")
             episode = await runtime.open_episode([up], workspace=copy, binds=[f"{copy}:rw"])
         except BaseException:
-            await asyncio.to_thread(untrusted_fs.remove_tree, work)
+            await runtime.remove_env_folder(work)
             raise
-        self._open.track(episode, work, lambda: asyncio.to_thread(untrusted_fs.remove_tree, work))
+        self._open.track(episode, work, lambda: runtime.remove_env_folder(work))
         return episode
 
     def verify(self, state_root: Path, limits: Any = None) -> Verdict:
         copy = state_root / self.task.category
         scratch = Path(tempfile.mkdtemp(prefix="mcpmark-verify-"))
         try:
-            argv = sandboxed(self._options(state_root, self.checkout.path, {"FILESYSTEM_TEST_DIR": str(copy)}),
+            argv = sandboxed(self._options(copy, self.checkout.path, {"FILESYSTEM_TEST_DIR": str(copy)}, checkout=True),
                              [self.interp.python, str(self.dir / "verify.py")], scratch)
             run = run_once(argv, timeout_s=self.judge_timeout_s, log_file=scratch / "verify.log", limits=limits,
                            name="mcpmark-verify")

@@ -1,22 +1,26 @@
 """A local-only Toolathlon task as an episode environment (envs/episode_env.py): the second benchmark
 adapter, the same shape as LOCA-bench's (envs/benchmarks/loca/episode.py).
 
-Per episode, in a fresh folder W (under the runtime's root), as Toolathlon's own runner does it:
+Per episode, in a fresh folder W (Runtime.env_folder), as Toolathlon's own runner does it:
 
 1. The agent workspace W/state/workspace gets the task's initial_workspace/, then the task's
    preprocess (`python -m tasks.finalpool.<task>.preprocess.main --agent_workspace WS --launch_time T`,
-   cwd = the checkout) runs in the benchmark sandbox (checkout read-only, W/state writable, no
-   network), then the memory/ and arxiv_local_storage/ folders its servers expect.
+   cwd = the checkout) runs in the benchmark sandbox (checkout read-only, the workspace writable, no
+   network), then the memory/ folder its memory server expects (when it has one).
 2. The task's servers, from configs/mcp_servers/*.yaml with `${agent_workspace}` filled in, mapped to
-   Toolathlon's environment (envs/benchmarks/commands.py) and run in the same sandbox, each with its
-   `client_session_timeout_seconds` as the tool timeout; its local tools claim_done and python_execute
-   come from local_tools.py (run the same way).
+   Toolathlon's environment (envs/benchmarks/commands.py), each with its `client_session_timeout_seconds`
+   as the tool timeout; its local tools claim_done and python_execute come from local_tools.py. These
+   run what the model asks (python_execute, the terminal and git servers), so they see none of the
+   checkout (its tasks' ground truth: groundtruth_workspace/ and the answer files beside it; its
+   configs' keys): the workspace writable as their working folder, the environment read-only.
 3. The prompt: Toolathlon's agent system prompt (docs/agent_system_prompt.md, its placeholders filled:
    workspace path, launch time) with its single-turn sentence, then the task (docs/task.md).
    The kernel sees the workspace at its host path and as /workspace.
 4. The judge: Toolathlon's evaluator (`python -m tasks.finalpool.<task>.evaluation.main --res_log_file
    F --agent_workspace WS --groundtruth_workspace tasks/finalpool/<task>/groundtruth_workspace|None
    --launch_time T`, cwd = the checkout), in the sandbox, within judge_timeout_s: exit 0 is a pass.
+   It reads a host-owned, writable copy of the task folder bound over the checkout's (two of
+   Toolathlon's evaluators unpack into their groundtruth_workspace).
    F is a trajectory log in Toolathlon's format holding what the evaluator reads (config with the
    launch time, status "success", the task and the final answer as messages).
 
