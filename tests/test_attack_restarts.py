@@ -238,3 +238,120 @@ def test_kernels_start_from_a_virtual_environment_reached_through_a_link(tmp_pat
                        timeout=120)
     assert r.returncode == 0, r.stderr[-3000:]
     assert r.stdout.strip() == str(link), r.stdout
+
+
+# ---- more attacks of our own on the same surfaces (issue 26's second list) ----
+
+async def test_a_bind_swapped_for_a_link_between_restarts_is_still_the_checked_folder(tmp_path):
+    data, secret = tmp_path / "data", tmp_path / "secret"
+    data.mkdir()
+    secret.mkdir()
+    (data / "ok.txt").write_text("bound")
+    (secret / "key.txt").write_text("HOST SECRET")
+    async with Runtime(RuntimeConfig(warm_pool=0, binds=[f"{data}:rw"]), root=tmp_path / "rt") as rt:
+        ep = await rt.open_episode()
+        try:
+            os.rename(data, tmp_path / "data.moved")
+            data.symlink_to(secret)
+            await ep.run_program("import os; os._exit(1)")
+            r = await ep.run_program(f"import os; print(sorted(os.listdir({str(data)!r})))")
+            assert "ok.txt" in r.text and "key.txt" not in r.text, r.text
+        finally:
+            await ep.close()
+
+
+X32_BIT = 0x40000000
+
+
+@pytest.mark.skipif(platform.machine() != "x86_64", reason="x32 and i386 numbers are x86_64's")
+async def test_the_filter_cannot_be_passed_by_another_abis_number(rt):
+    """x32 numbers (| 0x40000000) reach the same call on kernels built with x32; the filter checks the
+    architecture and the number, so no inotify instance is had either way."""
+    ep = await rt.open_episode()
+    try:
+        r = await ep.run_program("import ctypes; l = ctypes.CDLL(None, use_errno=True)\n"
+                                 "print(l.syscall(300, 0, 0), ctypes.get_errno())")
+        assert r.text.split() == ["-1", "24"], r.text  # fanotify_init: EMFILE
+        r = await ep.run_program("import ctypes; l = ctypes.CDLL(None, use_errno=True)\n"
+                                 f"print('got', l.syscall({X32_BIT | 294}, 0))")  # x32 inotify_init1
+        assert "got" not in r.text or "got -1" in r.text, r.text  # refused, or the kernel killed outright
+        assert (await ep.run_program("print('next')")).text.endswith("next")  # and the episode goes on
+    finally:
+        await ep.close()
+
+
+async def test_a_program_racing_the_disk_walk_cannot_crash_it_or_pass_the_limit(tmp_path):
+    """A thread swaps a folder for a link in a loop while the watchdog walks the workspace (between its
+    lstat and its open): the walk skips what changed, and the limit still ends the episode."""
+    async with Runtime(RuntimeConfig(warm_pool=0, program_timeout_s=60, disk_bytes=32 * 2**20, disk_check_s=0.05),
+                       root=tmp_path / "rt") as rt:
+        ep = await rt.open_episode()
+        try:
+            r = await ep.run_program(
+                "import os, threading, time\n"
+                "os.makedirs('d/sub', exist_ok=True)\n"
+                "def swap():\n"
+                "    while True:\n"
+                "        try:\n"
+                "            os.rename('d', 'e'); os.symlink('/etc', 'd'); os.unlink('d'); os.rename('e', 'd')\n"
+                "        except OSError:\n"
+                "            pass\n"
+                "threading.Thread(target=swap, daemon=True).start()\n"
+                "for i in range(100):\n"
+                "    open(f'fill-{i}', 'wb').write(os.urandom(1 << 20)); time.sleep(0.01)\n")
+            assert r.ended, r.text
+        finally:
+            await ep.close()
+
+
+def test_a_log_path_that_is_a_fifo_or_a_link_is_refused_without_blocking(tmp_path):
+    from envs.runtime import untrusted_fs
+
+    fifo = tmp_path / "upstream.log"
+    os.mkfifo(fifo)
+    with pytest.raises(untrusted_fs.PathRefused, match="not a regular file"):
+        untrusted_fs.open_log(fifo)  # O_NONBLOCK: no reader, no hang
+    link = tmp_path / "other.log"
+    link.symlink_to(tmp_path / "target")
+    with pytest.raises(untrusted_fs.PathRefused, match="symbolic link"):
+        untrusted_fs.open_log(link, append=False)
+    assert not (tmp_path / "target").exists()
+
+
+def test_binds_named_through_a_link_or_over_the_projects_home_are_refused(tmp_path, monkeypatch):
+    real = tmp_path / "real"
+    (real / "data").mkdir(parents=True)
+    (tmp_path / "via").symlink_to(real)
+    with pytest.raises(ValueError, match="resolves to"):
+        check_binds([f"{tmp_path}/via/data:rw"])
+    home = tmp_path / "home"
+    (home / "runs").mkdir(parents=True)
+    monkeypatch.setenv("PROGAGENT_HOME", str(home))
+    from envs.runtime.sandbox import host_binds
+
+    for entry in (f"{home}/runs", str(home), str(tmp_path)):
+        with pytest.raises(ValueError, match="a folder the runtime writes"):
+            host_binds([entry])
+
+
+async def test_an_episodes_counted_or_bound_folder_under_the_root_must_be_an_env_folder(rt):
+    stray = rt.root / "stray"
+    stray.mkdir()
+    with pytest.raises(ValueError, match="a folder the runtime writes"):
+        await rt.open_episode([], counted=[stray])
+    mine = rt.env_folder("test")
+    ep = await rt.open_episode([], binds=[str(mine)], counted=[mine])
+    await ep.close()
+    await rt.remove_env_folder(mine)
+    assert not mine.exists()
+
+
+async def test_a_forged_marker_on_stderr_or_split_across_writes_counts_nothing(rt):
+    ep = await rt.open_episode()
+    try:
+        r = await ep.run_program(
+            "import sys, os\nsys.stderr.write('\\x00progagent-dropped:123456789012345\\x00x')\nsys.stderr.flush()\n"
+            "os.write(2, b'\\x00progagent-drop'); os.write(2, b'ped:99999\\x00y')")
+        assert r.output_chars < 100, r.output_chars
+    finally:
+        await ep.close()

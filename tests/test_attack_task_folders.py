@@ -163,3 +163,56 @@ def test_a_harbor_container_has_no_network_unless_the_task_asks_and_the_operator
     out = probe(load_harbor_task(folder), tmp_path, listener.port)
     assert ("CONNECTED" in out) == bool(mode), out  # only a task that asks, with the operator's consent
     assert listener.hits == (1 if mode else 0)
+
+
+# ---- more attacks of our own on task folders ----
+
+def test_an_environment_folder_or_a_step_folder_that_is_a_link_is_refused(tmp_path):
+    host = host_secret(tmp_path)
+    folder = harbor_copy(tmp_path / "env")
+    shutil.rmtree(folder / "environment")
+    os.symlink(host, folder / "environment")
+    with pytest.raises(HarborTaskError, match="symbolic link"):
+        load_harbor_task(folder)
+    folder = write_multi_step(tmp_path / "step" / "two-steps")
+    shutil.rmtree(folder / "steps" / "count")
+    os.symlink(host, folder / "steps" / "count")
+    with pytest.raises(HarborTaskError, match="symbolic link"):
+        load_harbor_task(folder)
+
+
+def test_special_files_in_tests_solution_or_a_library_task_are_refused(tmp_path):
+    folder = harbor_copy(tmp_path / "h")
+    (folder / "solution").mkdir(exist_ok=True)
+    os.mkfifo(folder / "solution" / "solve.sh.fifo")
+    with pytest.raises(HarborTaskError, match="pipe"):
+        load_harbor_task(folder)
+    lib = tmp_path / "lib"
+    shutil.copytree(STARTER / "inventory_reorder_flags", lib / "inventory_reorder_flags")
+    os.mkfifo(lib / "inventory_reorder_flags" / "notes.fifo")
+    with pytest.raises(TaskLoadError, match="pipe"):
+        load_task(lib / "inventory_reorder_flags")
+
+
+def test_a_dataset_entry_that_links_to_a_host_folder_is_not_loaded(tmp_path):
+    from envs.harbor.task import find_harbor_tasks
+
+    dataset = tmp_path / "dataset"
+    dataset.mkdir()
+    shutil.copytree(FIXTURE, dataset / "real-task")
+    os.symlink(dataset / "real-task", dataset / "linked-task")
+    found = find_harbor_tasks(dataset)
+    assert dataset / "real-task" in found
+    with pytest.raises(HarborTaskError, match="symbolic link"):
+        load_harbor_task(dataset / "linked-task")
+
+
+@pytest.mark.parametrize("name, content", [("reward.txt", "1e999"), ("reward.txt", "nan"),
+                                           ("reward.json", '{"reward": NaN}'), ("reward.json", '{"reward": 1e999}'),
+                                           ("reward.json", '{"reward": "1"}')])
+def test_non_finite_or_non_numeric_rewards_are_refused(tmp_path, name, content):
+    verifier = tmp_path / "verifier"
+    verifier.mkdir()
+    (verifier / name).write_text(content)
+    with pytest.raises(ValueError, match="finite number"):
+        read_rewards(verifier)

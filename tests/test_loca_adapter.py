@@ -268,3 +268,27 @@ async def test_what_servers_write_counts_against_the_disk_limit(tmp_path):
         assert r.text == "1 notes", r.text
         assert (task_dir_of(runtime) / "memory_data" / "notes.json").exists()
         await ep.close()
+
+
+def test_a_server_that_names_the_tasks_own_files_is_refused_and_nothing_else_is_bound(tmp_path):
+    from envs.benchmarks.loca.episode import LocaState
+
+    state = LocaState(ref("1k", 1), tmp_path / "w", tmp_path / "w" / "logs")
+    task = state.task_dir
+    for d in ("agent_workspace", "local_db/inventory", "groundtruth_workspace", "files"):
+        (task / d).mkdir(parents=True)
+    state.generated = {"agent_workspace", "local_db", "groundtruth_workspace", "files"}
+    ws, py = state.agent_workspace, sys.executable
+    for bad in (f"{task}/groundtruth_workspace/expected.json", f"{task}/files", str(task)):
+        with pytest.raises(LocaError, match="refused"):
+            state.server_folders("evil", [py, "-c", "x", f"--path={bad}"], {}, ws)
+        with pytest.raises(LocaError, match="refused"):
+            state.server_folders("evil", [py, "-c", "x"], {"DATA": bad}, ws)
+    script = CHECKOUT / "mcp_convert" / "mcps" / "inventory" / "server.py"
+    ro, rw = state.server_folders("ok", [py, str(script), "/etc/passwd"], {"INVENTORY_DATA_DIR": f"{task}/local_db/inventory",
+                                                                           "NOTES": f"{task}/mine/notes.json"}, ws)
+    assert set(rw) == {ws.resolve(), (task / "local_db" / "inventory").resolve(), (task / "mine").resolve()}
+    assert script.parent.resolve() in ro and (CHECKOUT / "mcp_convert" / "common").resolve() in ro
+    assert not any(p == Path("/etc") or p == CHECKOUT.resolve() for p in ro + rw)  # nothing else of the host
+    with pytest.raises(LocaError, match="not one of its own folders"):
+        state.server_folders("cwd", [py, "-c", "x"], {}, CHECKOUT)

@@ -171,6 +171,7 @@ def test_a_peer_without_the_groups_token_cannot_join_or_send():
     sender = CollectiveSender(cfg)
     update = sender.offer(1, weights, epoch=1, world_size=2)
     assert update.host != "" and len(update.token) == 32
+    assert sender.listen.getsockname()[0] == update.host  # the node's address, not every interface
     # an intruder claims rank 1 with a guessed token; the real receiver comes too
     forged = msgspec.structs.replace(update, token="0" * 32)
     intruder_errors = []

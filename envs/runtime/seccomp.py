@@ -13,7 +13,8 @@ limits in /proc/sys/user only cap one sandbox, and N sandboxes at a cap c still 
   profile refuses them too).
 
 The filter is libseccomp's (through pyseccomp): it checks the architecture, so a 32-bit or x32 system
-call number cannot reach the same call by another number (a foreign architecture is killed). It is
+call number cannot reach the same call by another number (a foreign architecture's call kills the
+process). It is
 made once per process, written to a 0600 file in a folder no sandbox binds, and every bubblewrap
 launch loads it (`--seccomp`, envs/runtime/sandbox.launch_argv); it applies to the sandboxed command
 and everything it starts, and cannot be removed from inside.
@@ -59,6 +60,9 @@ def _build() -> Path:
         raise RuntimeError(f"the sandbox's system call filter needs pyseccomp and libseccomp2 ({exc}); "
                            "run scripts/install.sh") from None
     f = sc.SyscallFilter(defaction=sc.ALLOW)
+    # a call by another architecture's numbers (i386, x32) ends the whole process, never just its
+    # thread (a kernel whose main thread vanished would hang until its program's deadline)
+    f.set_attr(sc.Attr.ACT_BADARCH, sc.KILL_PROCESS)
     for name, code in DENIED.items():
         try:
             f.add_rule(sc.ERRNO(code), name)
