@@ -80,6 +80,9 @@ def run_scenario(out: Path, steps: int = 7) -> dict[str, Any]:
     os.environ.setdefault("RAY_health_check_period_ms", "1000")
     os.environ.setdefault("RAY_health_check_failure_threshold", "5")
     temp = tempfile.mkdtemp(prefix="rc", dir="/tmp")  # short: Ray's socket paths are limited to 107 bytes
+    # Cluster writes its address to the default temp folder's ray_current_cluster whatever temp_dir
+    # says, and fails when that folder does not exist (a machine where Ray never ran with its default)
+    Path(ray._private.utils.get_ray_address_file(None)).parent.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 2, "temp_dir": temp,
                                                             "object_store_memory": 200 << 20})

@@ -17,7 +17,7 @@ command -v git >/dev/null || need_apt+=(git)
 command -v node >/dev/null || need_apt+=(nodejs)
 command -v npm >/dev/null || need_apt+=(npm)
 command -v prlimit >/dev/null || need_apt+=(util-linux)
-ldconfig -p 2>/dev/null | grep -q 'libseccomp\.so\.2' || need_apt+=(libseccomp2)
+[ -n "$(ls /usr/lib/*/libseccomp.so.2 /lib/*/libseccomp.so.2 2>/dev/null)" ] || need_apt+=(libseccomp2)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "installing system packages: ${need_apt[*]}"
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
