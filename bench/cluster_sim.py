@@ -18,7 +18,8 @@ re-runs across nodes, the driver's stop and resume, the collective transport bet
 different raylets. What it does not: no GPU, no NCCL, no network between machines (every raylet
 shares this machine's loopback and filesystem), no InfiniBand.
 
-tests/test_cluster.py runs `run_scenario` and asserts on its report.
+tests/test_cluster.py runs `run_scenario` and asserts on its report. `--load` runs it with at least 100
+episodes in flight (LOAD) and reports each fault's next step over the median normal step.
 """
 
 from __future__ import annotations
@@ -66,7 +67,12 @@ def _metrics(run: Path) -> list[dict[str, Any]]:
     return [r for r in map(json.loads, (run / "metrics.jsonl").read_text().splitlines()) if r["phase"] == "train"]
 
 
-def run_scenario(out: Path, steps: int = 7) -> dict[str, Any]:
+#: `--load`: at least 100 episodes in flight when the nodes leave ((max_staleness 1 + 1) × 13 groups × 4
+#: samples = 104, every env worker's concurrency room for them all)
+LOAD = ["train.groups_per_step=13", "rollout.group_size=4", "fabric.env_worker.concurrency=26"]
+
+
+def run_scenario(out: Path, steps: int = 7, overrides: list[str] | None = None) -> dict[str, Any]:
     import ray
     from ray.cluster_utils import Cluster
 
@@ -93,7 +99,8 @@ def run_scenario(out: Path, steps: int = 7) -> dict[str, Any]:
              runtime_env={"env_vars": {"HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}})
     gone: dict[str, str] = {}
     report: dict[str, Any] = {"cluster_start_s": round(time.monotonic() - t0, 1), "events": []}
-    cfg = load_config(ROOT / "configs" / "cluster-sim.yaml", [f"run.out_dir={out}", f"train.steps={steps}"])
+    cfg = load_config(ROOT / "configs" / "cluster-sim.yaml", [f"run.out_dir={out}", f"train.steps={steps}",
+                                                              *(overrides or [])])
 
     def event(what: str, manager: Any, **extra: Any) -> None:
         report["events"].append({"what": what, "at_s": round(time.monotonic() - t0, 1),
@@ -148,7 +155,16 @@ def run_scenario(out: Path, steps: int = 7) -> dict[str, Any]:
         first = next(p for p in Path(out).glob("cluster-sim-*") if p.is_dir())
         report["steps"] = [{"step": r["step"], "step_s": round(r["step_s"], 1),
                             "reruns": r["rollout/scheduler_reruns_worker_died"],
-                            "workers_replaced": r["rollout/scheduler_workers_replaced"]} for r in _metrics(first)]
+                            "workers_replaced": r["rollout/scheduler_workers_replaced"],
+                            "max_in_flight": r.get("rollout/max_in_flight")} for r in _metrics(first)]
+        # the step after each node left, over the median step no fault touched (the target: <= 3)
+        by_step = {s["step"]: s["step_s"] for s in report["steps"]}
+        faulted = {3: "env left", 4: "gen-a left"}
+        normal = sorted(v for k, v in by_step.items() if k not in faulted and k > 1)
+        if normal:
+            median = normal[len(normal) // 2]
+            report["step_over_normal"] = {why: round(by_step[k] / median, 2) for k, why in faulted.items()
+                                          if k in by_step}
         if report["stopped"]:
             t1 = time.monotonic()
             wait_dead(gone["learner"])
@@ -173,5 +189,7 @@ def run_scenario(out: Path, steps: int = 7) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
+    args = [a for a in sys.argv[1:] if a != "--load"]
     with tempfile.TemporaryDirectory() as tmp:
-        print(json.dumps(run_scenario(Path(tmp), int(sys.argv[1]) if len(sys.argv) > 1 else 7), indent=2))
+        print(json.dumps(run_scenario(Path(tmp), int(args[0]) if args else 7,
+                                      LOAD if "--load" in sys.argv else None), indent=2))

@@ -71,7 +71,7 @@ async def main(args: argparse.Namespace) -> dict:
     cfg = load_config(ROOT / "configs" / "local.yaml", [
         "wandb.mode=disabled", "fabric.generator.backend=replay", f"fabric.generator.script={json.dumps(script)}",
         f"fabric.env_workers={args.workers}", f"fabric.env_worker.concurrency={share}",
-        "fabric.env_worker.harness=ptc",
+        "fabric.env_worker.harness=ptc", f"ray.num_cpus={args.workers + 2}",
         "fabric.env_worker.limits={max_turns: 3, max_new_tokens: 1024, max_context_tokens: 16384}",
         "fabric.env_worker.runtime={warm_pool: 0, program_timeout_s: 120}"])
     from launch.eval import loca_refs

@@ -6,11 +6,10 @@ as the generator pool does. Per size (0.1, 0.5, 2 GiB) and transport, the median
 
     update_s     from the learner's offer until both receivers hold the new weights
     s_per_gib    update_s / size
-    pause_s      how long a receiver cannot serve: object store — copying the fetched tensors into
-                 the parameters (the fetch itself runs beside serving); collective received inside
-                 the serving process as vLLM does (collective_rpc between engine steps) — from the
-                 first byte to the last copy, i.e. the whole transfer (a transformers generator
-                 receives beside serving and pauses only for the copy)
+    pause_s      how long a receiver cannot serve: copying what arrived into the parameters. Both
+                 arrive beside serving: the object store's fetch, and the collective's buckets, staged
+                 in host memory (a vLLM worker receives them in a thread of its own and loads them
+                 between two engine steps; a transformers generator swaps between two batches)
 
 and the ratios collective / object store. One machine: the object store is shared memory here, so
 it is the best case for `object_store`; on a cluster every generator node pulls the whole state
@@ -69,9 +68,9 @@ class Receiver:
     def receive(self, update: Any, rank: int) -> dict[str, float]:
         if self.receiver is None or self.kind != update.kind:
             self.receiver, self.kind = make_receiver(update.kind), update.kind
-        parts = self.receiver.receive(update, rank)
-        if update.kind == "object_store":  # the fetch runs beside serving: the pause is the copy
-            parts = list(parts)
+        # both arrive beside serving (the object store's fetch; the collective's buckets, staged in host
+        # memory as a vLLM worker and a transformers generator do): the pause is the copy into the model
+        parts = list(self.receiver.receive(update, rank))
         t0 = time.perf_counter()
         for part in parts:
             for k, v in part.items():

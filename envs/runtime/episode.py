@@ -30,6 +30,7 @@ import asyncio
 import contextlib
 import functools
 import logging
+import os
 import tempfile
 import time
 import uuid
@@ -51,6 +52,8 @@ from schema.config import RuntimeConfig
 log = logging.getLogger(__name__)
 
 UpstreamLike = UpstreamSpec | Upstream
+#: kernels one runtime starts at once (the rest wait their turn, their start deadline not yet running)
+KERNEL_STARTS_AT_ONCE = max(2, os.cpu_count() or 2)
 #: an episode's files are removed within this (a bounded tree takes milliseconds; see destroy())
 CLEANUP_TIMEOUT_S = 30.0
 Prepare = Callable[[Path], Awaitable[Sequence[UpstreamLike]]]
@@ -341,6 +344,7 @@ class Runtime:
         self._fill_tasks: set[asyncio.Task] = set()
         self._episodes: set[Episode] = set()
         self._env_folders: set[Path] = set()
+        self._starts = asyncio.Semaphore(KERNEL_STARTS_AT_ONCE)
         #: the folders this runtime writes: no bind may overlap one (sandbox.check_binds)
         self.owned = [self.root.resolve(), *([Path(self.config.logs_dir).resolve()] if self.config.logs_dir else []),
                       *filter(None, [project_home()])]
@@ -367,6 +371,13 @@ class Runtime:
             self._fill_tasks.add(task)
             task.add_done_callback(self._fill_tasks.discard)
 
+    async def _start(self, slot: Slot) -> Slot:
+        """Start a slot's kernel, at most KERNEL_STARTS_AT_ONCE at a time: a kernel's start is ~0.7 s
+        of CPU, and 64 started at once on 2 cores all missed their 30 s deadline together (measured
+        with LOCA episodes at load), where queued they each take a second."""
+        async with self._starts:
+            return await slot.start()
+
     def env_folder(self, kind: str) -> Path:
         """A fresh folder for an environment's own files (a benchmark's state, its logs), under the
         runtime's root: the one place there that an episode may bind (open_episode's `binds` and
@@ -382,7 +393,7 @@ class Runtime:
 
     async def _fill_one(self) -> None:
         try:
-            slot = await Slot(self.root, self.config, self.limits, binds=self.binds).start()
+            slot = await self._start(Slot(self.root, self.config, self.limits, binds=self.binds))
             if self.closed:
                 await slot.destroy()
             else:
@@ -398,15 +409,15 @@ class Runtime:
             # a caller's folders: each checked (as RuntimeConfig.binds), then held for the slot's life
             mine = check_binds([*binds, *(f"{p}:rw" for p in counted)] + ([f"{workspace}:rw"] if workspace else []),
                                owned=self.owned, inside=self._env_folders)
-            return await Slot(self.root, self.config, self.limits, mine[-1][0] if workspace else None,
-                              binds=[*self.binds, *mine[:len(binds)]],
-                              counted=[p for p, _ in mine[len(binds):len(binds) + len(counted)]]).start()
+            return await self._start(Slot(self.root, self.config, self.limits, mine[-1][0] if workspace else None,
+                                          binds=[*self.binds, *mine[:len(binds)]],
+                                          counted=[p for p, _ in mine[len(binds):len(binds) + len(counted)]]))
         while not self._pool.empty():
             slot = self._pool.get_nowait()
             if slot.kernel.alive:
                 return slot
             await slot.destroy()
-        return await Slot(self.root, self.config, self.limits, binds=self.binds).start()
+        return await self._start(Slot(self.root, self.config, self.limits, binds=self.binds))
 
     async def open_episode(self, upstreams: Sequence[UpstreamLike] | Prepare = (), *,
                            router: Upstreams | None = None, workspace: str | Path | None = None,

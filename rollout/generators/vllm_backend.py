@@ -8,19 +8,24 @@ backend reports and the learner recomputes (logits / temperature).
 Weights: `load_weights(version, state_dict)` writes the tensors to a safetensors file in shared
 memory and has every worker load it through `collective_rpc` (a worker extension, no pickled
 code). With the `collective` transport the workers join the learner's process group and receive
-the buckets themselves (`receive_weights`; rollout/weights/collective.py).
+the buckets themselves, beside serving, into host memory, then load them between two engine steps
+(`receive_weights`; rollout/weights/collective.py).
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import time
 import uuid
 from pathlib import Path
 from typing import Any
 
 from rollout.generators.base import GeneratorError
 from schema.records import Generation, SamplingParams
+
+#: how often the engine is asked whether a weight update being received beside serving has arrived
+STAGE_POLL_S = 0.02
 
 
 class WeightSyncExtension:
@@ -34,21 +39,64 @@ class WeightSyncExtension:
         self.reload_weights(weights_iterator=iter(weights.items()))
         return len(weights)
 
-    def progagent_receive_weights(self, update: dict, rank_offset: int) -> int:
-        """A collective update (rollout/weights/collective.py): this worker is rank `rank_offset` + its
-        rank in the engine; the buckets are loaded as they arrive (one bucket in memory at a time)."""
+    def progagent_stage_weights(self, update: dict, rank_offset: int) -> int:
+        """Start a collective update (rollout/weights/collective.py) beside serving: a thread of this
+        worker (rank `rank_offset` + its rank in the engine) receives every bucket into host memory
+        while the engine keeps stepping (on a GPU each bucket is copied out of its GPU buffer, so one
+        bucket of GPU memory is used); `progagent_swap_weights` loads them between two steps. The
+        requests in flight pause only for that load, as long as the object store's copy."""
+        import contextlib
+        import threading
+
         import msgspec
         from vllm.distributed.parallel_state import get_world_group
 
         from rollout.weights.base import make_receiver
         from schema.records import WeightUpdate
 
+        staging = getattr(self, "_progagent_staging", None)
+        if staging is not None and staging["thread"].is_alive():
+            raise RuntimeError("a weight update is still being received")
         upd = msgspec.convert(update, WeightUpdate)
         if getattr(self, "_progagent_receiver", None) is None:
             self._progagent_receiver = make_receiver("collective", self.device)
-        parts = self._progagent_receiver.receive(upd, rank_offset + get_world_group().rank)
-        self.reload_weights(weights_iterator=(kv for part in parts for kv in part.items()))
+        receiver, rank, device = self._progagent_receiver, rank_offset + get_world_group().rank, self.device
+        staging = {"version": upd.version, "parts": [], "error": None}
+
+        def receive() -> None:
+            import torch
+
+            try:
+                stream = None
+                if getattr(device, "type", str(device)) == "cuda":
+                    torch.cuda.set_device(device)
+                    stream = torch.cuda.Stream(device)  # beside the engine's own
+                with torch.cuda.stream(stream) if stream is not None else contextlib.nullcontext():
+                    for part in receiver.receive(upd, rank):
+                        staging["parts"].append({k: v.to("cpu") if v.is_cuda else v for k, v in part.items()})
+            except BaseException as exc:  # noqa: BLE001 - reported by progagent_swap_weights
+                staging["error"] = f"{type(exc).__name__}: {exc}"
+
+        staging["thread"] = threading.Thread(target=receive, name="progagent-weights", daemon=True)
+        self._progagent_staging = staging
+        staging["thread"].start()
         return upd.version
+
+    def progagent_staged(self) -> bool:
+        """Whether the update being received has arrived (or failed)."""
+        staging = getattr(self, "_progagent_staging", None)
+        return staging is None or not staging["thread"].is_alive()
+
+    def progagent_swap_weights(self, version: int) -> int:
+        """Load the staged update `version` (between two engine steps: collective_rpc)."""
+        staging, self._progagent_staging = getattr(self, "_progagent_staging", None), None
+        if staging is None or staging["version"] != version:
+            raise RuntimeError(f"no staged weights of version {version}")
+        staging["thread"].join()
+        if staging["error"]:
+            raise RuntimeError(f"receiving version {version} failed: {staging['error']}")
+        self.reload_weights(weights_iterator=(kv for part in staging["parts"] for kv in part.items()))
+        return version
 
 
 def _cuda() -> bool:
@@ -134,19 +182,24 @@ class VLLMGenerator:
         self.policy_version = version
 
     async def receive_weights(self, update: Any, rank: int) -> None:
-        """Take part in a collective update as ranks `rank` .. `rank + tensor_parallel_size - 1`; the
-        engine's requests in flight pause between two steps while the buckets arrive (rollout/weights/)."""
+        """Take part in a collective update as ranks `rank` .. `rank + tensor_parallel_size - 1`: the
+        workers receive it beside serving (progagent_stage_weights), then load it between two engine
+        steps (progagent_swap_weights); requests in flight pause only for that load."""
         import msgspec
 
         if self.engine is None:
             await self.start()
-        await self.engine.reset_prefix_cache()
-        deadline = update.timeout_s * (len(update.buckets) + 2) + 30  # each join and bucket has its own
+        deadline = time.monotonic() + update.timeout_s * (len(update.buckets) + 2) + 30  # each join and bucket
         try:
-            await asyncio.wait_for(self.engine.collective_rpc("progagent_receive_weights",
-                                                              args=(msgspec.to_builtins(update), rank)), deadline)
+            await self.engine.collective_rpc("progagent_stage_weights", args=(msgspec.to_builtins(update), rank))
+            while not all(await self.engine.collective_rpc("progagent_staged")):
+                if time.monotonic() > deadline:
+                    raise TimeoutError
+                await asyncio.sleep(STAGE_POLL_S)
+            await self.engine.reset_prefix_cache()
+            await self.engine.collective_rpc("progagent_swap_weights", args=(update.version,))
         except TimeoutError as exc:
-            raise GeneratorError(f"weight update to version {update.version} did not finish in {deadline:.0f} s") from exc
+            raise GeneratorError(f"weight update to version {update.version} did not arrive in time") from exc
         await self.engine.reset_prefix_cache()
         self.policy_version = update.version
 
