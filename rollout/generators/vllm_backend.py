@@ -42,8 +42,8 @@ class WeightSyncExtension:
     def progagent_stage_weights(self, update: dict, rank_offset: int) -> int:
         """Start a collective update (rollout/weights/collective.py) beside serving: a thread of this
         worker (rank `rank_offset` + its rank in the engine) receives every bucket into host memory
-        while the engine keeps stepping (on a GPU each bucket is copied out of its GPU buffer, so one
-        bucket of GPU memory is used); `progagent_swap_weights` loads them between two steps. The
+        while the engine keeps stepping (on a GPU each bucket is copied out of its GPU buffer, so two
+        buckets of GPU memory are used); `progagent_swap_weights` loads them between two steps. The
         requests in flight pause only for that load, as long as the object store's copy."""
         import contextlib
         import threading
