@@ -9,7 +9,9 @@ as the generator pool does. Per size (0.1, 0.5, 2 GiB) and transport, the median
     pause_s      how long a receiver cannot serve: copying what arrived into the parameters. Both
                  arrive beside serving: the object store's fetch, and the collective's buckets, staged
                  in host memory (a vLLM worker receives them in a thread of its own and loads them
-                 between two engine steps; a transformers generator swaps between two batches)
+                 between two engine steps; a transformers generator swaps between two batches). The
+                 loads start once every receiver holds the update (on a cluster each generator has its
+                 own node; here a load beside the other receiver's transfer measured that transfer)
 
 and the ratios collective / object store. One machine: the object store is shared memory here, so
 it is the best case for `object_store`; on a cluster every generator node pulls the whole state
@@ -63,18 +65,23 @@ class Receiver:
     def __init__(self, gib: float):
         self.params = {k: torch.empty_like(v) for k, v in state_dict(gib).items()}
         self.receiver: Any = None
+        self.parts: list[dict[str, torch.Tensor]] = []
         self.kind = ""
 
-    def receive(self, update: Any, rank: int) -> dict[str, float]:
+    def stage(self, update: Any, rank: int) -> None:
+        """What arrives beside serving: the object store's fetch; the collective's buckets, staged in
+        host memory (as a vLLM worker's receiving thread and a transformers generator do)."""
         if self.receiver is None or self.kind != update.kind:
             self.receiver, self.kind = make_receiver(update.kind), update.kind
-        # both arrive beside serving (the object store's fetch; the collective's buckets, staged in host
-        # memory as a vLLM worker and a transformers generator do): the pause is the copy into the model
-        parts = list(self.receiver.receive(update, rank))
+        self.parts = list(self.receiver.receive(update, rank))
+
+    def load(self) -> dict[str, float]:
+        """The pause: copying what was staged into the model."""
         t0 = time.perf_counter()
-        for part in parts:
+        for part in self.parts:
             for k, v in part.items():
                 self.params[k].copy_(v)
+        self.parts = []
         return {"pause_s": time.perf_counter() - t0}
 
 
@@ -88,8 +95,11 @@ def measure(gib: float, transport: WeightTransportConfig, receivers: int = 2, re
         t0 = time.perf_counter()
         update = ray.get(src.weights_offer.remote(transport, 1, world))
         send = src.weights_send.remote(update)
-        got = ray.get([s.receive.remote(update, 1 + i) for i, s in enumerate(sinks)])
+        ray.get([s.stage.remote(update, 1 + i) for i, s in enumerate(sinks)])
         ray.get(send)
+        # every receiver holds the update before any loads it: on a cluster each generator has its own
+        # node, and a load here must not share the CPU with the other receiver's transfer
+        got = ray.get([s.load.remote() for s in sinks])
         rows.append({"update_s": time.perf_counter() - t0, "pause_s": max(g["pause_s"] for g in got)})
         del update
     for a in (src, *sinks):
