@@ -4,16 +4,19 @@
 # Without arguments, in three parts (tests/conftest.py, `--part`):
 # - serial: the Ray files, then the library validation, in one process. Each uses both cores at
 #   times (Ray's actors, the validation's two workers), and the Ray tests are latency-bound.
-# - beside: short files that mostly wait (sandbox limits, restarts, MCP round trips), in a second
-#   process alongside serial, on the CPU its Ray tests leave idle (about a third of it).
+# - beside: short files that mostly wait (sandbox limits, restarts, MCP round trips) and the simulated
+#   cluster (its raylets mostly wait on health checks), in a second process alongside serial, on the
+#   CPU its Ray tests leave idle.
 # - parallel: the rest, one core each, on two pytest-xdist workers, a file at a time.
 # All parts run; the exit status is the first failing part's; beside's output follows serial's.
-# Measured on 2 cores: 9:03 on a quiet host (serial 6:20, beside 2:46 alongside it, parallel 2:29;
-# 949 s of CPU) and 11:39 on a slower one (the same work took 1215 s of CPU), where the two-part
-# layout (no beside) took 12:44 and one process 13:01-17:23. Moving the tiny-model Harbor and
-# context files beside too took 11:07 (1202 s of CPU): no clear gain, and more CPU beside the
-# latency-bound Ray tests, so they stay in the parallel part. A third xdist worker for the
-# parallel files was slower than two (4:17 against 3:59).
+# Measured on 2 cores: 11:09 on 2026-12-04 (serial 8:28 with beside 5:46 alongside it, parallel
+# 2:32; about 1,250 s of CPU: the suite is CPU-bound); with test_cluster in the parallel part, 12:02
+# when it went first there (serial 7:08, parallel 4:54, 2:39 of it test_cluster on one worker) and
+# 13:20 when it went last (parallel 6:00). Earlier: 9:03 on a quiet host (serial 6:20, beside 2:46
+# alongside it, parallel 2:29; 949 s of CPU) and 11:39 on a slower one (the same work took 1215 s of
+# CPU), where the two-part layout (no beside) took 12:44 and one process 13:01-17:23. Running all
+# three parts at once took 12:54 (1445 s of CPU: contention costs more than it hides). A third xdist
+# worker for the parallel files was slower than two (4:17 against 3:59).
 #
 # With arguments, one pytest run with those arguments; PROGAGENT_TEST_WORKERS=N gives it N workers
 # (default 0: one process).
