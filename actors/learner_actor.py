@@ -6,21 +6,10 @@ from typing import Any
 
 import ray
 
+from learner.base import build_learner
 from rollout.weights.base import Outbox
 from schema.config import LearnerConfig, WeightTransportConfig
 from schema.records import WeightUpdate
-
-
-def build_learner(model_path: str, cfg: LearnerConfig, lr: float | None = None) -> Any:
-    if cfg.backend == "torch":
-        from learner.torch_backend import TorchLearner
-
-        return TorchLearner(model_path, cfg, lr=lr)
-    if cfg.backend == "megatron":
-        from learner.megatron_backend import MegatronLearner
-
-        return MegatronLearner(model_path, cfg, lr=lr)
-    raise ValueError(f"unknown learner backend {cfg.backend!r}; expected 'torch' or 'megatron'")
 
 
 @ray.remote

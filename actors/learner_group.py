@@ -113,7 +113,7 @@ class LearnerRank:
     def setup(self, model_path: str, cfg: LearnerConfig, master: tuple[str, int], local_world: int) -> None:
         import torch
 
-        from actors.learner_actor import build_learner
+        from learner.base import build_learner
 
         cuda = torch.cuda.is_available()
         local = 0

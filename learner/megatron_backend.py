@@ -69,7 +69,7 @@ def _apply_cpu_patches() -> None:
 
     cuda._progagent_cpu = True  # type: ignore[attr-defined]
     torch.nn.Module.cuda = cuda  # type: ignore[method-assign]
-    torch.cuda.current_device = lambda: "cpu"  # type: ignore[assignment]
+    torch.cuda.current_device = lambda: "cpu"  # type: ignore[assignment, return-value]
 
 
 @functools.cache
@@ -91,9 +91,9 @@ def _adapted_bridge_class(base: type) -> type:
             if not _have_te():
                 # megatron-core's local spec keeps the pre-attention and pre-MLP norms as modules of
                 # their own; TE fuses them into linear_qkv / linear_fc1 (the names mbridge maps)
-                self._OTHER_MAPPING = {**self._OTHER_MAPPING, "input_layernorm.weight":
+                self._OTHER_MAPPING: dict[str, list[str]] = {**self._OTHER_MAPPING, "input_layernorm.weight":
                                        ["model.layers.{layer_number}.input_layernorm.weight"]}
-                self._MLP_MAPPING = {**self._MLP_MAPPING, "pre_mlp_layernorm.weight":
+                self._MLP_MAPPING: dict[str, list[str]] = {**self._MLP_MAPPING, "pre_mlp_layernorm.weight":
                                      ["model.layers.{layer_number}.post_attention_layernorm.weight"]}
 
         def _get_transformer_layer_spec(self, vp_stage: int | None = None):
@@ -152,7 +152,8 @@ class _CPUAdamW:
         from megatron.core.transformer.module import param_is_not_shared
 
         for p in self.params:
-            p.grad = p.main_grad.to(p.dtype) if getattr(p, "main_grad", None) is not None else p.grad
+            main_grad = getattr(p, "main_grad", None)  # megatron's DDP accumulates into it
+            p.grad = main_grad.to(p.dtype) if main_grad is not None else p.grad
         grads = [p.grad for p in self.params if p.grad is not None]
         for_norm = [p.grad for p in self.params if p.grad is not None and param_is_not_shared(p)
                     and param_is_not_tensor_parallel_duplicate(p)]
@@ -276,7 +277,7 @@ class MegatronLearner:
             raise ValueError(f"vocab size {hf_config.vocab_size} is not divisible by tensor parallel {self.tp}")
         return bridge
 
-    def _build_models(self) -> list[torch.nn.Module]:
+    def _build_models(self) -> list[Any]:  # megatron-core's DDP wrappers (no_sync, zero_grad_buffer)
         ddp = {"grad_reduce_in_fp32": True, "overlap_grad_reduce": False,
                "use_distributed_optimizer": self._distributed_optimizer}
         models = self.bridge.get_model(wrap_with_ddp=True, bf16=self.dtype == torch.bfloat16, fp16=False,
@@ -394,7 +395,9 @@ class MegatronLearner:
         lp = -vocab_parallel_cross_entropy(logits.float() / self.cfg.temperature, targets)
         # every CP rank holds chunks (r, 2cp-1-r) of the sequence: gather them all (the gather's
         # backward sums the ranks' gradients)
-        chunks = torch.distributed.nn.functional.all_gather(lp, group=mpu.get_context_parallel_group())
+        from torch.distributed.nn.functional import all_gather  # differentiable, unlike torch.distributed's
+
+        chunks = all_gather(lp, group=mpu.get_context_parallel_group())
         half = lp.shape[1] // 2
         pieces: list[torch.Tensor] = [lp] * (2 * self.cp)
         for r, c in enumerate(chunks):

@@ -20,7 +20,7 @@ from __future__ import annotations
 import contextlib
 import random
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -49,7 +49,8 @@ class TorchLearner:
         self.cfg = cfg or LearnerConfig()
         torch.manual_seed(self.cfg.seed)
         self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-        self.model = AutoModelForCausalLM.from_pretrained(model_path, dtype=torch.float32).to(self.device)
+        model = AutoModelForCausalLM.from_pretrained(model_path, dtype=torch.float32)
+        self.model = model.to(self.device)  # type: ignore[arg-type]  # transformers types .to() as a PreTrainedModel method
         if self.cfg.gradient_checkpointing:
             self.model.gradient_checkpointing_enable()
         self.rank, self.world = _world()
@@ -85,8 +86,9 @@ class TorchLearner:
             return torch.autocast("cuda", dtype=torch.bfloat16)
         return contextlib.nullcontext()
 
-    def _tensors(self, row: PackedRow) -> dict[str, torch.Tensor]:
-        t = row.tensors(self.device)
+    def _tensors(self, row: PackedRow) -> dict[str, Any]:
+        """The row's tensors and the model's attention mask (None: plain causal attention)."""
+        t: dict[str, Any] = dict(row.tensors(self.device))
         flash = "flash" in str(getattr(self.model.config, "_attn_implementation", ""))
         single = row.seq[0] == row.seq[-1]  # one sequence: plain causal attention, the fast kernel
         t["attention_mask"] = None if flash or single else row.block_causal_mask(self.device)
@@ -101,7 +103,7 @@ class TorchLearner:
         all-gather the embedding, final norm and head. A row without model tokens still runs the head
         on one position (times 0): every parameter then gets a gradient, so every rank reduce-scatters
         the same FSDP groups."""
-        keep = t["mask"].nonzero().flatten() if only_masked else 0
+        keep: Any = t["mask"].nonzero().flatten() if only_masked else 0  # a tensor of positions, or 0: all
         empty = only_masked and keep.numel() == 0
         if empty:
             keep = torch.zeros(1, dtype=torch.long, device=self.device)
@@ -154,8 +156,8 @@ class TorchLearner:
         """One policy update on complete groups of trajectories (GSPO by default)."""
         samples, metrics = rl_samples(groups, self.cfg.loss)
         if self.world > 1:  # this rank's groups → the step's
-            n = sum(len(g) for g in groups)
-            r, n, g, f, s = self._sum(metrics["reward_mean"] * n, n, metrics["groups"], metrics["groups_filtered"],
+            count = sum(len(g) for g in groups)
+            r, n, g, f, s = self._sum(metrics["reward_mean"] * count, count, metrics["groups"], metrics["groups_filtered"],
                                       metrics["sequences"])
             metrics = {"reward_mean": r / n if n else 0.0, "groups": g, "groups_filtered": f, "sequences": s}
         if not metrics["sequences"]:
@@ -176,10 +178,10 @@ class TorchLearner:
         d = torch.cat([(old - t["behaviour"])[t["mask"].bool()] for t, old in zip(tensors, olds, strict=True)])
         r = torch.exp(d)
         total_mask = float(sum(t["mask"].sum() for t in tensors))
-        seqs_with_tokens = len({s for t in tensors for s in t["seq"][t["mask"].bool()].tolist()})
+        rank_seqs = len({s for t in tensors for s in t["seq"][t["mask"].bool()].tolist()})
         # the step-wide sums: the normaliser (tokens or sequences) of every rank's data
         abs_sum, n_tok, ratio_sum, total_mask, seqs_with_tokens = self._sum(
-            d.abs().sum().item(), d.numel(), r.sum().item(), total_mask, seqs_with_tokens)
+            d.abs().sum().item(), d.numel(), r.sum().item(), total_mask, rank_seqs)
         r_max, neg_r_min = self._sum(r.max().item() if r.numel() else -float("inf"),
                                      -r.min().item() if r.numel() else -float("inf"), op="max")
         metrics = {"logprob_mismatch_abs_mean": abs_sum / n_tok if n_tok else 0.0,
@@ -189,7 +191,7 @@ class TorchLearner:
         norm = total_mask if lc.aggregation == "token-mean" else max(1.0, seqs_with_tokens)
         loss_fn = get_loss(lc.name)
         self.optimizer.zero_grad(set_to_none=True)
-        total, stats = 0.0, {}
+        total, stats = 0.0, dict[str, float]()
         for k, (t, old) in enumerate(zip(tensors, olds, strict=True)):
             logp = self._row_logprobs(t)
             weights = torch.clamp(torch.exp(old - t["behaviour"]), max=lc.tis_cap) if lc.tis_cap > 0 else None
@@ -236,7 +238,7 @@ class TorchLearner:
         self.scheduler.step()
         self.step += 1
         self.version += 1
-        return {"grad_norm": float(grad_norm), "lr": self.scheduler.get_last_lr()[0], "learner_step": float(self.step)}
+        return {"grad_norm": float(grad_norm), "lr": float(self.scheduler.get_last_lr()[0]), "learner_step": float(self.step)}
 
     # ------------------------------------------------------------------ weights and checkpoints
     def _full_options(self, **kw: Any):
@@ -250,7 +252,7 @@ class TorchLearner:
             return self.model.state_dict()
         from torch.distributed.checkpoint.state_dict import get_model_state_dict
 
-        return get_model_state_dict(self.model, options=self._full_options())
+        return cast(dict[str, torch.Tensor], get_model_state_dict(self.model, options=self._full_options()))
 
     def weights(self) -> tuple[int, dict[str, torch.Tensor]]:
         """The current policy version and a CPU copy of its weights (HF names), for the generators.
@@ -285,7 +287,7 @@ class TorchLearner:
         needed) and the counters. Older checkpoints (optimizer keyed by parameter index) load too."""
         from torch.distributed.checkpoint.state_dict import set_model_state_dict, set_optimizer_state_dict
 
-        state = None
+        state: dict[str, Any] | None = None
         if self.rank == 0:
             state = torch.load(Path(path) / "learner.pt", map_location=self.device if self.world == 1 else "cpu",
                                weights_only=False)
@@ -295,7 +297,8 @@ class TorchLearner:
         if self.world > 1:
             box = [{k: v for k, v in state.items() if k not in ("model", "optimizer")} if state else None]
             torch.distributed.broadcast_object_list(box, src=0)
-            state = state or {**box[0], "model": {}, "optimizer": {}}
+            state = state or {**(box[0] or {}), "model": {}, "optimizer": {}}
+        assert state is not None  # rank 0 read it; the others took its counters above
         opts = self._full_options(broadcast_from_rank0=self.world > 1)
         set_model_state_dict(self.model, state["model"], options=opts)
         set_optimizer_state_dict(self.model, self.optimizer, self._by_name(state["optimizer"]), options=opts)

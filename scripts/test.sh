@@ -8,7 +8,9 @@
 #   cluster (its raylets mostly wait on health checks), in a second process alongside serial, on the
 #   CPU its Ray tests leave idle.
 # - parallel: the rest, one core each, on two pytest-xdist workers, a file at a time.
-# All parts run; the exit status is the first failing part's; beside's output follows serial's.
+# - the type check (mypy over the typed seams, pyproject.toml) beside them too.
+# All parts run; the exit status is the first failing part's; beside's and the type check's output
+# follow serial's.
 # Measured on 2 cores: 11:09 on 2026-12-04 (serial 8:28 with beside 5:46 alongside it, parallel
 # 2:32; about 1,250 s of CPU: the suite is CPU-bound); with test_cluster in the parallel part, 12:02
 # when it went first there (serial 7:08, parallel 4:54, 2:39 of it test_cluster on one worker) and
@@ -30,13 +32,17 @@ fi
 status=0
 note() { [ "$status" -ne 0 ] || status=$1; }
 beside_log=$(mktemp)
+types_log=$(mktemp)
 "${PYTEST[@]}" -n 0 --part beside > "$beside_log" 2>&1 &
 beside=$!
-trap 'kill "$beside" 2>/dev/null; rm -f "$beside_log"' EXIT  # interrupted: nothing left running or behind
+.venv/bin/python -m mypy > "$types_log" 2>&1 &  # the typed seams ([tool.mypy] in pyproject.toml)
+types=$!
+trap 'kill "$beside" "$types" 2>/dev/null; rm -f "$beside_log" "$types_log"' EXIT  # interrupted: nothing left behind
 "${PYTEST[@]}" -n 0 --part serial || note $?
 wait "$beside" || note $?
-trap - EXIT  # reaped: its pid may belong to another process now
-cat "$beside_log"
-rm -f "$beside_log"
+wait "$types" || note $?
+trap - EXIT  # reaped: their pids may belong to other processes now
+cat "$beside_log" "$types_log"
+rm -f "$beside_log" "$types_log"
 "${PYTEST[@]}" -n 2 --part parallel || note $?
 exit "$status"

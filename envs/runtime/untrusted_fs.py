@@ -25,7 +25,7 @@ import posixpath
 import secrets
 import stat
 import tarfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import BinaryIO
 
@@ -595,7 +595,7 @@ def _write_in(parent: int, name: str, data: bytes, mode: int, shown: str) -> Non
         raise
 
 
-def write_tar(out: BinaryIO, members: list[tuple[str | Path, str]], *, max_bytes: int, links: bool = False,
+def write_tar(out: BinaryIO, members: Sequence[tuple[str | Path, str]], *, max_bytes: int, links: bool = False,
               max_entries: int = DEFAULT_MAX_ENTRIES, max_depth: int = DEFAULT_MAX_DEPTH) -> int:
     """Stream folders and regular files into an uncompressed tar on `out`: each (host path, name in
     the archive) is a regular file or a folder taken whole. Nothing is followed; sparse files,

@@ -41,7 +41,8 @@ class HFGenerator:
         if threads:
             torch.set_num_threads(threads)
         self.tokenizer = AutoTokenizer.from_pretrained(model_path)
-        self.model = AutoModelForCausalLM.from_pretrained(model_path, dtype=getattr(torch, dtype)).to(device).eval()
+        model = AutoModelForCausalLM.from_pretrained(model_path, dtype=getattr(torch, dtype))
+        self.model = model.to(device).eval()  # type: ignore[arg-type]  # transformers types .to() as a PreTrainedModel method
         self.device = device
         self.max_batch = max_batch
         self.policy_version = 0
@@ -50,9 +51,11 @@ class HFGenerator:
         self._server: asyncio.Task | None = None
         self.batches = 0
         self.rows = 0
-        self.eos_ids = sorted({i for i in (self.tokenizer.eos_token_id, self.tokenizer.convert_tokens_to_ids("<|im_end|>"))
-                               if i is not None})
-        self.pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.eos_ids[0]
+        self.eos_ids: list[int] = sorted({i for i in (self.tokenizer.eos_token_id,
+                                                      self.tokenizer.convert_tokens_to_ids("<|im_end|>"))
+                                          if isinstance(i, int)})
+        pad = self.tokenizer.pad_token_id
+        self.pad_id: int = int(pad) if isinstance(pad, int) else self.eos_ids[0]
 
     def _generate_batch(self, reqs: list[tuple[list[int], SamplingParams]]) -> list[Generation]:
         with self._lock, torch.no_grad():

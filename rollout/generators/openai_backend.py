@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any
+from typing import Any, cast
 
 from rollout.generators.base import GeneratorError
 from rollout.parser import _BLOCK
@@ -34,7 +34,7 @@ def to_api_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if m["role"] == "assistant":
             flush_notes()
             text = m.get("content") or ""
-            calls = []
+            calls: list[dict[str, Any]] = []
             for block in _BLOCK.finditer(text):
                 try:
                     obj = json.loads(block.group(1))
@@ -94,7 +94,8 @@ class OpenAIGenerator:
         """Returns (Hermes-format reply text, finish reason "stop" | "length")."""
         try:
             resp = await self.client.chat.completions.create(
-                model=self.model, messages=to_api_messages(messages), tools=tools or None,
+                # the SDK types these as its TypedDicts; ours are the same JSON shapes, built as dicts
+                model=self.model, messages=cast(Any, to_api_messages(messages)), tools=cast(Any, tools or None),
                 temperature=sampling.temperature, top_p=sampling.top_p, max_tokens=sampling.max_new_tokens,
                 seed=sampling.seed)
             choice = resp.choices[0]

@@ -18,6 +18,7 @@ import asyncio
 import os
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,10 @@ STAGE_POLL_S = 0.02
 
 class WeightSyncExtension:
     """Mixed into every vLLM worker (`worker_extension_cls`): methods callable by `collective_rpc`."""
+
+    # what the vLLM worker it is mixed into provides (annotations only: the worker's own are used)
+    device: Any
+    reload_weights: Callable[..., Any]
 
     def progagent_load_weights(self, path: str) -> int:
         from safetensors.torch import load_file
@@ -78,7 +83,7 @@ class WeightSyncExtension:
                 staging["error"] = f"{type(exc).__name__}: {exc}"
 
         staging["thread"] = threading.Thread(target=receive, name="progagent-weights", daemon=True)
-        self._progagent_staging = staging
+        self._progagent_staging: dict[str, Any] | None = staging
         staging["thread"].start()
         return upd.version
 

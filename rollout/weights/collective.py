@@ -147,6 +147,8 @@ class Group:
 
         self.backend, self.timeout_s, self.rank, self.epoch = update.backend, update.timeout_s, rank, update.epoch
         self.buffers: dict[int, torch.Tensor] = {}  # a CPU receiver's, by bucket: kept between updates
+        self.store: Any = None  # torch's TCPStore, and the process group on it (None once closed)
+        self.pg: Any = None
         timeout = timedelta(seconds=update.timeout_s)
         try:
             if rank == 0:
