@@ -25,7 +25,7 @@ import msgspec
 from envs.runtime.episode import Episode
 from rollout.generators.base import Generator, GeneratorError
 from rollout.harness import Harness
-from rollout.parser import parse_turn, strip_think
+from rollout.parser import ParsedTurn, parse_turn, strip_think
 from rollout.program_features import FEATURES, program_features
 from schema.config import LoopLimits
 from schema.records import Generation, SamplingParams, Trajectory, Turn
@@ -115,6 +115,140 @@ async def _generate(generator: Generator, renderer: ChatRenderer, ids: list[int]
     return await generator.generate(list(ids), sampling)
 
 
+class _Run:
+    """One episode's loop, as verl's tool agent loop is written: explicit states, each a short method.
+
+        generate  → the model's turn (parse it)            → answer: next_step | calls: act
+        act       → run the turn's calls in the episode    → observe
+        observe   → the observations' tokens into the sequence
+        next_step → a multi-step task's next instruction, or the end
+
+    The token ids (loss mask 1 on the model's own tokens, their behaviour log-probs) and the same
+    conversation as chat messages (for chat-API generators) grow together; a state that ends the
+    episode sets `termination` and returns False."""
+
+    def __init__(self, generator: Generator, renderer: ChatRenderer, episode: Episode, harness: Harness,
+                 instruction: str, limits: LoopLimits, sampling: SamplingParams, deadline: float | None,
+                 followup: Callable[[str], Awaitable[str | None]] | None):
+        self.generator, self.renderer, self.episode, self.harness = generator, renderer, episode, harness
+        self.limits, self.sampling, self.deadline, self.followup = limits, sampling, deadline, followup
+        self.specs = harness.tools(episode.tools())
+        self.schemas = Harness.schemas(self.specs)
+        _, self.ids = renderer.prompt(harness.system_prompt, instruction, self.specs)
+        self.messages: list[dict[str, Any]] = [{"role": "system", "content": harness.system_prompt},
+                                               {"role": "user", "content": instruction}]
+        self.prompt_len = len(self.ids)
+        self.mask, self.logprobs = [0] * self.prompt_len, [0.0] * self.prompt_len
+        self.turns: list[Turn] = []
+        self.programs: list[str] = []
+        self.versions: list[int] = []
+        self.answer, self.termination, self.tool_output_tokens = "", "max_turns", 0
+
+    def append(self, new: list[int], trained: bool, lps: list[float] | None = None) -> None:
+        self.ids.extend(new)
+        self.mask.extend([1 if trained else 0] * len(new))
+        self.logprobs.extend(lps if lps is not None else [0.0] * len(new))
+
+    def end(self, termination: str) -> bool:
+        self.termination = termination
+        return False
+
+    async def generate(self) -> tuple[Generation, Turn, ParsedTurn] | None:
+        """The model's next turn, parsed; None when no turn can start (time, context, generator)."""
+        if self.deadline is not None and time.monotonic() >= self.deadline:
+            self.termination = "time_limit"
+            return None
+        budget = min(self.limits.max_new_tokens, self.limits.max_context_tokens - len(self.ids))
+        if budget < 1:
+            self.termination = "context_limit"
+            return None
+        t0 = time.perf_counter()
+        try:
+            gen = await _generate(self.generator, self.renderer, self.ids, self.messages, self.specs,
+                                  msgspec.structs.replace(self.sampling, max_new_tokens=budget))
+            generate_s = time.perf_counter() - t0
+        except GeneratorError:
+            self.termination = "generator_error"
+            return None
+        self.append(gen.token_ids, True, gen.logprobs)
+        self.versions.append(gen.policy_version)
+        text = self.renderer.tok.decode(gen.token_ids, skip_special_tokens=False)
+        if text.endswith(self.renderer.end_text):
+            text = text[: -len(self.renderer.end_text)]
+        turn = Turn(action="answer", text=text, new_tokens=len(gen.token_ids), finish_reason=gen.finish_reason,
+                    generate_s=generate_s, policy_version=gen.policy_version)
+        self.turns.append(turn)
+        self.messages.append({"role": "assistant", "content": text})
+        return gen, turn, parse_turn(text, self.schemas, self.limits.max_calls_per_turn)
+
+    async def next_step(self, gen: Generation, text: str) -> bool:
+        """An answer: the environment's next instruction as a new user turn (True), or the end."""
+        self.answer, self.termination = strip_think(text), "answer"
+        following = await self.followup(self.answer) if self.followup is not None else None
+        if following is None:
+            return False
+        user_ids = self.renderer.encode(self.renderer.turn_close(gen.finish_reason) + self.renderer.user_turn(following))
+        if len(self.ids) + len(user_ids) >= self.limits.max_context_tokens:
+            return self.end("context_limit")
+        self.append(user_ids, False)
+        self.messages.append({"role": "user", "content": following})
+        self.termination = "max_turns"
+        return True
+
+    async def act(self, gen: Generation, turn: Turn, parsed: ParsedTurn) -> list[str] | None:
+        """Run the turn's calls; their observations (then the parser's notes), or None: the environment broke."""
+        t1 = time.perf_counter()
+        observations: list[str] = []
+        if gen.finish_reason != "stop" and not parsed.calls:
+            observations.append(f"Error: your reply was cut at {len(gen.token_ids)} tokens before it was complete; "
+                                f"nothing was run. Keep replies shorter.")
+            turn.errors.append("format: truncated")
+        for call in parsed.calls:
+            turn.calls.append({"name": call.name, "arguments": call.arguments})
+            try:
+                left = None if self.deadline is None else max(0.0, self.deadline - time.monotonic())
+                out, calls, error = await self.harness.execute(self.episode, call, left)
+            except Exception as exc:  # noqa: BLE001 - a broken environment ends the episode, recorded
+                turn.errors.append(f"env: {type(exc).__name__}: {exc}")
+                self.termination = "env_error"
+                return None
+            if call.name == "programmatic_tool_call":
+                self.programs.append(call.arguments.get("code", ""))
+            observations.append(out)
+            turn.tool_calls.extend(calls)
+            if error:
+                turn.errors.append(error)
+        observations.extend(parsed.errors)
+        turn.errors.extend(f"format: {e.split(':', 1)[0]}" for e in parsed.errors if not e.startswith("Note"))
+        turn.action = "program" if any(c["name"] == "programmatic_tool_call" for c in turn.calls) else \
+            ("call" if turn.calls else "invalid")
+        turn.execute_s = time.perf_counter() - t1
+        return observations
+
+    def observe(self, gen: Generation, turn: Turn, observations: list[str]) -> bool:
+        """The observations into the conversation; False when they do not fit or the episode ended."""
+        turn.observations = observations
+        self.messages.extend({"role": "tool", "content": o} for o in observations)
+        obs_ids = self.renderer.encode(self.renderer.turn_close(gen.finish_reason) + self.renderer.observation(observations))
+        turn.observation_tokens = len(obs_ids)
+        if len(self.ids) + len(obs_ids) >= self.limits.max_context_tokens:
+            return self.end("context_limit")
+        self.append(obs_ids, False)
+        self.tool_output_tokens += len(obs_ids)
+        if getattr(self.episode, "ended", None):  # its disk limit: no more programs run (envs/runtime/episode.py)
+            return self.end("disk_limit")
+        return True
+
+    def trajectory(self, task_id: str, scale: str, group_id: str, sample_idx: int) -> Trajectory:
+        return Trajectory(
+            task_id=task_id, scale=scale, harness=self.harness.name, group_id=group_id, sample_idx=sample_idx,
+            policy_version=min(self.versions) if self.versions else self.generator.policy_version,
+            token_ids=self.ids, loss_mask=self.mask, logprobs=self.logprobs, prompt_len=self.prompt_len,
+            turns=self.turns, final_answer=self.answer, termination=self.termination, context_tokens=len(self.ids),
+            tool_output_tokens=self.tool_output_tokens, metrics=_metrics(self.turns, self.programs),
+            policy_versions=self.versions, uid=f"{group_id}:{sample_idx}:{uuid.uuid4().hex[:8]}")
+
+
 async def run_agent(generator: Generator, renderer: ChatRenderer, episode: Episode, harness: Harness,
                     instruction: str, *, task_id: str, scale: str, group_id: str = "", sample_idx: int = 0,
                     limits: LoopLimits | None = None, sampling: SamplingParams | None = None,
@@ -125,110 +259,18 @@ async def run_agent(generator: Generator, renderer: ChatRenderer, episode: Episo
     program runs past it. `followup(answer)`: the environment's next instruction after an answer (a
     multi-step task's next step), given as a new user turn in the same conversation; None ends it.
     The turn limit is the whole episode's."""
-    limits = limits or LoopLimits()
-    sampling = sampling or SamplingParams()
-    specs = harness.tools(episode.tools())
-    schemas = Harness.schemas(specs)
-    _, ids = renderer.prompt(harness.system_prompt, instruction, specs)
-    messages = [{"role": "system", "content": harness.system_prompt}, {"role": "user", "content": instruction}]
-    prompt_len = len(ids)
-    mask, logprobs = [0] * prompt_len, [0.0] * prompt_len
-    turns: list[Turn] = []
-    programs: list[str] = []
-    versions: list[int] = []
-    answer, termination, tool_output_tokens = "", "max_turns", 0
-
-    def append(new: list[int], trained: bool, lps: list[float] | None = None) -> None:
-        ids.extend(new)
-        mask.extend([1 if trained else 0] * len(new))
-        logprobs.extend(lps if lps is not None else [0.0] * len(new))
-
-    for _ in range(limits.max_turns):
-        if deadline is not None and time.monotonic() >= deadline:
-            termination = "time_limit"
+    run = _Run(generator, renderer, episode, harness, instruction, limits or LoopLimits(),
+               sampling or SamplingParams(), deadline, followup)
+    for _ in range(run.limits.max_turns):
+        turn = await run.generate()
+        if turn is None:
             break
-        budget = min(limits.max_new_tokens, limits.max_context_tokens - len(ids))
-        if budget < 1:
-            termination = "context_limit"
+        gen, record, parsed = turn
+        if parsed.is_answer and gen.finish_reason == "stop":
+            if await run.next_step(gen, record.text):
+                continue
             break
-        t0 = time.perf_counter()
-        try:
-            gen = await _generate(generator, renderer, ids, messages, specs,
-                                  msgspec.structs.replace(sampling, max_new_tokens=budget))
-        except GeneratorError:
-            termination = "generator_error"
+        observations = await run.act(gen, record, parsed)
+        if observations is None or not run.observe(gen, record, observations):
             break
-        gen_s = time.perf_counter() - t0
-        append(gen.token_ids, True, gen.logprobs)
-        versions.append(gen.policy_version)
-        text = renderer.tok.decode(gen.token_ids, skip_special_tokens=False)
-        if text.endswith(renderer.end_text):
-            text = text[: -len(renderer.end_text)]
-        parsed = parse_turn(text, schemas, limits.max_calls_per_turn)
-        turn = Turn(action="answer", text=text, new_tokens=len(gen.token_ids), finish_reason=gen.finish_reason,
-                    generate_s=gen_s, policy_version=gen.policy_version)
-        turns.append(turn)
-        messages.append({"role": "assistant", "content": text})
-        truncated = gen.finish_reason != "stop"
-        if parsed.is_answer and not truncated:
-            answer, termination = strip_think(text), "answer"
-            following = await followup(answer) if followup is not None else None
-            if following is None:
-                break
-            user_ids = renderer.encode(renderer.turn_close(gen.finish_reason) + renderer.user_turn(following))
-            if len(ids) + len(user_ids) >= limits.max_context_tokens:
-                termination = "context_limit"
-                break
-            append(user_ids, False)
-            messages.append({"role": "user", "content": following})
-            termination = "max_turns"
-            continue
-        # execute the calls, then collect every observation of this turn
-        t1 = time.perf_counter()
-        observations: list[str] = []
-        if truncated and not parsed.calls:
-            observations.append(f"Error: your reply was cut at {len(gen.token_ids)} tokens before it was complete; "
-                                f"nothing was run. Keep replies shorter.")
-            turn.errors.append("format: truncated")
-        for call in parsed.calls:
-            turn.calls.append({"name": call.name, "arguments": call.arguments})
-            try:
-                left = None if deadline is None else max(0.0, deadline - time.monotonic())
-                out, calls, error = await harness.execute(episode, call, left)
-            except Exception as exc:  # noqa: BLE001 - a broken environment ends the episode, recorded
-                turn.errors.append(f"env: {type(exc).__name__}: {exc}")
-                termination = "env_error"
-                break
-            if call.name == "programmatic_tool_call":
-                programs.append(call.arguments.get("code", ""))
-            observations.append(out)
-            turn.tool_calls.extend(calls)
-            if error:
-                turn.errors.append(error)
-        if termination == "env_error":
-            break
-        observations.extend(parsed.errors)
-        turn.errors.extend(f"format: {e.split(':', 1)[0]}" for e in parsed.errors if not e.startswith("Note"))
-        turn.action = "program" if any(c["name"] == "programmatic_tool_call" for c in turn.calls) else \
-            ("call" if turn.calls else "invalid")
-        turn.execute_s = time.perf_counter() - t1
-        turn.observations = observations
-        messages.extend({"role": "tool", "content": o} for o in observations)
-        obs_ids = renderer.encode(renderer.turn_close(gen.finish_reason) + renderer.observation(observations))
-        turn.observation_tokens = len(obs_ids)
-        if len(ids) + len(obs_ids) >= limits.max_context_tokens:
-            termination = "context_limit"
-            break
-        append(obs_ids, False)
-        tool_output_tokens += len(obs_ids)
-        if getattr(episode, "ended", None):  # its disk limit: no more programs run (envs/runtime/episode.py)
-            termination = "disk_limit"
-            break
-
-    metrics = _metrics(turns, programs)
-    return Trajectory(
-        task_id=task_id, scale=scale, harness=harness.name, group_id=group_id, sample_idx=sample_idx,
-        policy_version=min(versions) if versions else generator.policy_version, token_ids=ids, loss_mask=mask,
-        logprobs=logprobs, prompt_len=prompt_len, turns=turns, final_answer=answer, termination=termination,
-        context_tokens=len(ids), tool_output_tokens=tool_output_tokens, metrics=metrics, policy_versions=versions,
-        uid=f"{group_id}:{sample_idx}:{uuid.uuid4().hex[:8]}")
+    return run.trajectory(task_id, scale, group_id, sample_idx)
