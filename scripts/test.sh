@@ -11,7 +11,8 @@
 # - the type check (mypy over the typed seams, pyproject.toml) beside them too.
 # All parts run; the exit status is the first failing part's; beside's and the type check's output
 # follow serial's.
-# Measured on 2 cores: 11:09 on 2026-12-04 (serial 8:28 with beside 5:46 alongside it, parallel
+# Measured on 2 cores: 12:00-12:37 on 2026-12-04 with the type check beside (serial 8:39-9:10),
+# 11:09 before it (serial 8:28 with beside 5:46 alongside it, parallel
 # 2:32; about 1,250 s of CPU: the suite is CPU-bound); with test_cluster in the parallel part, 12:02
 # when it went first there (serial 7:08, parallel 4:54, 2:39 of it test_cluster on one worker) and
 # 13:20 when it went last (parallel 6:00). Earlier: 9:03 on a quiet host (serial 6:20, beside 2:46
