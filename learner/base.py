@@ -57,4 +57,3 @@ def build_learner(model_path: str, cfg: LearnerConfig, lr: float | None = None) 
 
         return MegatronLearner(model_path, cfg, lr=lr)
     raise ValueError(f"unknown learner backend {cfg.backend!r}; expected 'torch' or 'megatron'")
-

@@ -88,7 +88,7 @@ class TorchLearner:
 
     def _tensors(self, row: PackedRow) -> dict[str, Any]:
         """The row's tensors and the model's attention mask (None: plain causal attention)."""
-        t: dict[str, Any] = dict(row.tensors(self.device))
+        t: dict[str, Any] = row.tensors(self.device)
         flash = "flash" in str(getattr(self.model.config, "_attn_implementation", ""))
         single = row.seq[0] == row.seq[-1]  # one sequence: plain causal attention, the fast kernel
         t["attention_mask"] = None if flash or single else row.block_causal_mask(self.device)

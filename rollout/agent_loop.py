@@ -125,7 +125,7 @@ class _Run:
 
     The token ids (loss mask 1 on the model's own tokens, their behaviour log-probs) and the same
     conversation as chat messages (for chat-API generators) grow together; a state that ends the
-    episode sets `termination` and returns False."""
+    episode sets `termination` and returns False (None where it would return its turn or observations)."""
 
     def __init__(self, generator: Generator, renderer: ChatRenderer, episode: Episode, harness: Harness,
                  instruction: str, limits: LoopLimits, sampling: SamplingParams, deadline: float | None,

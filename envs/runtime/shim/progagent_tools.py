@@ -64,7 +64,8 @@ class _Channel:
             except OSError:
                 pass  # the runtime refused the request (too large) and closed: its reply, read next, says why
             try:
-                reply = json.loads(self._reply(sock))
+                (size,) = _HEADER.unpack(self._recv(sock, _HEADER.size))
+                reply = json.loads(self._recv(sock, size))
             except OSError as exc:
                 raise ToolError(f"the tool runtime closed the connection ({exc})") from None
             if not reply.get("ok") and str(reply.get("error", "")).startswith("refused:"):
@@ -76,19 +77,6 @@ class _Channel:
             self._local.sock = None
             sock.close()
             raise
-
-    def _reply(self, sock: socket.socket) -> bytes:
-        """One reply frame's body. Most replies arrive whole in the first chunk: one recv, not two."""
-        first = sock.recv(1 << 16)
-        if not first:
-            raise ToolError("the tool runtime closed the connection")
-        if len(first) < _HEADER.size:
-            first += self._recv(sock, _HEADER.size - len(first))
-        (size,) = _HEADER.unpack_from(first)
-        body = first[_HEADER.size:size + _HEADER.size]
-        if len(body) < size:
-            body += self._recv(sock, size - len(body))
-        return body
 
     @staticmethod
     def _recv(sock: socket.socket, n: int) -> bytes:
