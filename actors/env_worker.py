@@ -21,14 +21,14 @@ import msgspec
 import ray
 
 from actors.generator_pool import PoolClient, resolve_tokenizer
-from envs.environments import load_env
 from envs.format.task_env import EnvironmentCache
+from envs.kinds import kind_of, load_env
 from envs.runtime.episode import Runtime
 from rollout.agent_loop import ChatRenderer
 from rollout.episode import InProcess, Shipped, run_episode
 from rollout.tokenizer import load_tokenizer
 from schema.config import EnvWorkerConfig
-from schema.records import DRIVERS, EnvRef, EpisodeRequest, SamplingParams, TaskRef, Trajectory, Verdict
+from schema.records import DRIVERS, EnvRef, EpisodeRequest, SamplingParams, Trajectory, Verdict
 
 log = logging.getLogger(__name__)
 
@@ -106,8 +106,9 @@ class EnvWorker:
         """A teacher trajectory from a library task's oracle (cold-start SFT data), judged in process."""
         from rollout.teacher import oracle_trajectory
 
-        if not isinstance(req.env, TaskRef):
-            raise ValueError(f"only library tasks have an oracle program, not {type(req.env).__name__}")
+        kind = kind_of(req.env)
+        if not kind.has_oracle:
+            raise ValueError(f"environments of kind {kind.name!r} have no oracle program (library tasks do)")
         runtime = await self._runtime()
         env = await asyncio.to_thread(load_env, req.env, self.cache)
         async with self.sem:

@@ -17,7 +17,7 @@ import tempfile
 
 import ray
 
-from envs.environments import load_env
+from envs.kinds import load_env
 from schema.records import EnvRef, Verdict
 
 

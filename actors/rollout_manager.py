@@ -47,27 +47,59 @@ from typing import Any
 import msgspec
 
 from actors.scheduler import EpisodeOutcome, Scheduler
-from schema.config import RolloutConfig
-from schema.records import EpisodeRequest, TaskRef, Trajectory
+from envs.sources import Source
+from schema.config import TASKS_SOURCE, RolloutConfig
+from schema.records import EnvRef, EpisodeRequest, Trajectory
 
 log = logging.getLogger(__name__)
 
 
-class TaskSampler:
-    """(task, scale) pairs drawn with the configured scale mix, reproducibly."""
+class SourceSampler:
+    """(source, task, scale) draws, reproducibly. The source by smooth weighted round robin (nginx's:
+    each draw adds every source's weight to its credit, takes the source with the most credit and
+    takes the total from it), so that the groups of each source track the weights within one group
+    at every point of a run, not only on average; then one of its tasks uniformly and a scale of that
+    task by the source's scale weights, from the seeded generator. With one source nothing is drawn
+    for it: the draws are those of the sampler before sources existed (a task, then a scale), so an
+    old checkpoint's random state continues the same sequence."""
 
-    def __init__(self, task_ids: list[str], scale_weights: dict[str, float], seed: int):
-        if not task_ids:
-            raise ValueError("no tasks to train on")
-        self.task_ids = sorted(task_ids)
-        self.scales = [s for s, w in sorted(scale_weights.items()) if w > 0]
-        if not self.scales:
-            raise ValueError("no scale has a positive weight in tasks.scales")
-        self.weights = [scale_weights[s] for s in self.scales]
+    def __init__(self, sources: list[Source], seed: int):
+        self.sources = [s for s in sources if s.weight > 0]
+        if not self.sources:
+            raise ValueError("no source has a positive weight: nothing to train on")
+        self.by_name = {s.name: s for s in self.sources}
+        self.task_ids = {s.name: sorted(s.task_ids) for s in self.sources}
+        self.credit = {s.name: 0.0 for s in self.sources}
         self.rng = random.Random(seed)
 
-    def draw(self) -> tuple[str, str]:
-        return self.rng.choice(self.task_ids), self.rng.choices(self.scales, self.weights)[0]
+    def _source(self) -> Source:
+        if len(self.sources) == 1:
+            return self.sources[0]
+        total = 0.0
+        for s in self.sources:
+            self.credit[s.name] += s.weight
+            total += s.weight
+        best = max(self.sources, key=lambda s: self.credit[s.name])  # ties: the first in config order
+        self.credit[best.name] -= total
+        return best
+
+    def draw(self) -> tuple[str, str, str]:
+        src = self._source()
+        task = self.rng.choice(self.task_ids[src.name])
+        scales = src.scales_of(task)
+        return src.name, task, self.rng.choices(scales, [src.scale_weights[s] for s in scales])[0]
+
+    def ref(self, source: str, task_id: str, scale: str) -> EnvRef:
+        """The reference of a drawn (source, task, scale); a ValueError names what the config no longer has
+        (a checkpoint of another config)."""
+        src = self.by_name.get(source)
+        ref = src.ref(task_id, scale) if src is not None else None
+        if ref is None:
+            have = ", ".join(self.by_name)
+            raise ValueError(f"the checkpoint holds a group of source {source!r}, task {task_id!r} at scale {scale!r}, "
+                             f"which this config's sources ({have}) do not have: resume with the config the run "
+                             f"started with")
+        return ref
 
 
 class Group(msgspec.Struct):
@@ -78,6 +110,7 @@ class Group(msgspec.Struct):
     task_id: str
     scale: str
     samples: dict[int, Trajectory] = {}
+    source: str = TASKS_SOURCE  # the config source it was drawn from (checkpoints before sources: "tasks")
     pending: list[int] = []  # sample indices still queued or running
     failed: str | None = None
 
@@ -90,11 +123,12 @@ class ManagerState(msgspec.Struct):
     counters: dict[str, int]
     rng: list[Any]
     groups: list[Group]  # not yet trained on, dropped or failed, in admission order
+    credit: dict[str, float] = {}  # the sampler's round-robin credit per source (one source: none)
 
 
 class RolloutManager:
-    def __init__(self, scheduler: Scheduler, sampler: TaskSampler, cfg: RolloutConfig, groups_per_step: int, *,
-                 harness: str, library: str = "", seed: int = 0,
+    def __init__(self, scheduler: Scheduler, sampler: SourceSampler, cfg: RolloutConfig, groups_per_step: int, *,
+                 harness: str, seed: int = 0,
                  on_retire: Callable[[Group, str], None] | None = None):
         """`on_retire(group, why)`: told of every group that leaves the manager, `why` one of
         "trained", "stale" (dropped), "failed" (a ledger for checks; the manager keeps none)."""
@@ -103,7 +137,6 @@ class RolloutManager:
         self.cfg = cfg
         self.groups_per_step = groups_per_step
         self.harness = harness
-        self.library = library
         self.seed = seed
         self.on_retire = on_retire
         self.updates = 0  # GSPO updates in this run
@@ -153,18 +186,19 @@ class RolloutManager:
             if self.held + self.in_flight + self.cfg.group_size > self.cfg.capacity:
                 self.counters["admission_held_full"] += 1  # the manager is full: the learner must take some first
                 break
-            task_id, scale = self.sampler.draw()
+            source, task_id, scale = self.sampler.draw()
             seq = self.admitted
             self.admitted += 1
             g = Group(seq=seq, group_id=f"g{seq:06d}-{task_id}-{scale}", task_id=task_id, scale=scale,
-                      pending=list(range(self.cfg.group_size)))
+                      pending=list(range(self.cfg.group_size)), source=source)
+            self.counters[f"groups_admitted/{source}"] = self.counters.get(f"groups_admitted/{source}", 0) + 1
             self.groups[g.group_id] = g
             for idx in g.pending:
                 self._submit(g, idx)
         self.counters["max_in_flight"] = max(self.counters["max_in_flight"], self.in_flight)
 
     def request(self, g: Group, idx: int) -> EpisodeRequest:
-        return EpisodeRequest(env=TaskRef(g.task_id, g.scale, self.library), group_id=g.group_id, sample_idx=idx,
+        return EpisodeRequest(env=self.sampler.ref(g.source, g.task_id, g.scale), group_id=g.group_id, sample_idx=idx,
                               harness=self.harness, seed=self.seed * 1_000_003 + g.seq * 97 + idx)
 
     def _submit(self, g: Group, idx: int) -> None:
@@ -183,7 +217,7 @@ class RolloutManager:
             self._fail(g, f"{out.failure}: {out.detail}")
         else:
             self.counters["episodes_done"] += 1
-            g.samples[idx] = out.trajectory
+            g.samples[idx] = msgspec.structs.replace(out.trajectory, source=g.source)
             if not g.pending:
                 self.accepted += 1
         self._admit()
@@ -241,6 +275,8 @@ class RolloutManager:
                     self._admit()
                     continue
                 self.counters["groups_trained"] += 1
+                key = f"groups_trained/{nxt.source}"
+                self.counters[key] = self.counters.get(key, 0) + 1
                 self._retire(nxt, "trained")
                 taken.append(group)
                 continue
@@ -275,12 +311,15 @@ class RolloutManager:
     def state(self) -> bytes:
         st = ManagerState(updates=self.updates, version=self.version, admitted=self.admitted, accepted=self.accepted,
                           counters=dict(self.counters), rng=list(self.sampler.rng.getstate()),
-                          groups=sorted(self.groups.values(), key=lambda g: g.seq))
+                          groups=sorted(self.groups.values(), key=lambda g: g.seq), credit=dict(self.sampler.credit))
         return msgspec.msgpack.encode(st)
 
     def load_state(self, data: bytes) -> None:
         st = msgspec.msgpack.decode(data, type=ManagerState)
+        for g in st.groups:  # a checkpoint of another config is refused here, before anything is submitted
+            self.sampler.ref(g.source, g.task_id, g.scale)
         self.updates, self.version, self.admitted, self.accepted = st.updates, st.version, st.admitted, st.accepted
         self.counters.update(st.counters)
         self.sampler.rng.setstate((st.rng[0], tuple(st.rng[1]), st.rng[2]))
+        self.sampler.credit.update({k: v for k, v in st.credit.items() if k in self.sampler.credit})
         self.groups = {g.group_id: g for g in st.groups}

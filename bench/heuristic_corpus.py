@@ -108,9 +108,9 @@ async def measure_loca(checkout: str) -> tuple[list[dict[str, Any]], list[str]]:
     from envs.benchmarks import loca
     from envs.benchmarks.environment import ensure_environment, node_dir_of
     from envs.benchmarks.loca.episode import LocaTaskEnv
+    from envs.benchmarks.loca.kind import LocaRef
     from envs.runtime.episode import Runtime
     from schema.config import RuntimeConfig
-    from schema.records import LocaRef
 
     python = ensure_environment(loca.ENVIRONMENT, Path.home() / "progagent" / "benchmarks")
     ref = LocaRef(str(Path(checkout).resolve()), "8k", "CanvasArrangeExamS2LEnv", 42, python, node_dir_of(python))

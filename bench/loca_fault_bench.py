@@ -57,10 +57,11 @@ def load_checkout(dst: Path, seeds: int) -> Path:
 async def main(args: argparse.Namespace) -> dict:
     import ray
 
+    from envs.benchmarks.loca.kind import KIND, LocaArgs
+    from envs.kinds import ListContext
     from launch.rollout_cache import RolloutCache
     from launch.rollouts import RolloutJob, RolloutRunner, outcome_settings
     from rollout.tiny_model import build_tiny
-    from schema.config import LocaSweep
     from schema.load import load_config
 
     tmp = Path(tempfile.mkdtemp(prefix="loca-fault-"))
@@ -74,12 +75,10 @@ async def main(args: argparse.Namespace) -> dict:
         "fabric.env_worker.harness=ptc", f"ray.num_cpus={args.workers + 2}",
         "fabric.env_worker.limits={max_turns: 3, max_new_tokens: 1024, max_context_tokens: 16384}",
         "fabric.env_worker.runtime={warm_pool: 0, program_timeout_s: 120}"])
-    from launch.eval import loca_refs
-
-    refs = loca_refs(LocaSweep(checkout=str(checkout), presets=["load"], python=sys.executable,
-                               node_dir=str(ROOT / ".mcp-servers")))
+    refs = KIND.refs(LocaArgs(checkout=str(checkout), presets=["load"], python=sys.executable,
+                              node_dir=str(ROOT / ".mcp-servers")), ListContext("loca"))
     tiny = str(build_tiny())
-    jobs = [RolloutJob(tiny, "ptc", r.task_id, r.scale, k, k, "", r)
+    jobs = [RolloutJob(tiny, "ptc", r.task_id, r.scale, k, k, r)
             for k in range(-(-args.episodes // len(refs))) for r in refs][: args.episodes]
     cache = RolloutCache(tmp / "rollouts.jsonl", outcome_settings(cfg))
     runner = await RolloutRunner.start(cfg, tiny)

@@ -58,8 +58,8 @@ def main() -> int:
                  f"fabric.generator.script={json.dumps(script())}",
                  "fabric.env_worker.limits={max_turns: 4, max_new_tokens: 1024, max_context_tokens: 131072}",
                  "fabric.env_worker.concurrency=2", f"sweep.out_dir={args.out}", f"sweep.models=[{tiny}]",
-                 "sweep.scales=[]", "sweep.samples=1", f"sweep.harnesses=[{args.harnesses}]",
-                 f"sweep.loca={json.dumps(loca)}"]
+                 "sweep.envs=[loca]", "sweep.samples=1", f"sweep.harnesses=[{args.harnesses}]",
+                 "envs.loca.kind=loca", f"envs.loca.args={json.dumps(loca)}"]
     cfg, st = load_sections(ROOT / "configs" / "local.yaml", overrides, "sweep", SweepSettings)
     out = run_sweep(cfg, st)
     rows = list(csv.DictReader((out / "results_by_scale.csv").open()))

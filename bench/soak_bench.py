@@ -34,9 +34,10 @@ from collections import Counter
 
 import ray
 
-from actors.rollout_manager import Group, RolloutManager, TaskSampler
+from actors.rollout_manager import Group, RolloutManager, SourceSampler
 from actors.scheduler import EnvWorkers, Scheduler
 from actors.synthetic import SyntheticEnvWorker, SyntheticSpec
+from envs.format.kind import library_source
 from schema.config import RolloutConfig
 
 
@@ -55,8 +56,8 @@ class Soak:
         #: byte a sample, so that the ledger itself does not show up as the driver's memory growing
         self.fate = bytearray()
         self.why: Counter = Counter()
-        self.manager = RolloutManager(self.scheduler, TaskSampler([f"task{i}" for i in range(12)],
-                                                                  {"v0": 1.0, "v1": 1.0, "v2": 1.0, "v3": 1.0}, 0),
+        self.manager = RolloutManager(self.scheduler, SourceSampler([library_source(
+                                          [f"task{i}" for i in range(12)], {"v0": 1.0, "v1": 1.0, "v2": 1.0, "v3": 1.0})], 0),
                                       RolloutConfig(group_size=args.group_size, max_staleness=args.max_staleness),
                                       args.groups_per_step, harness="ptc", seed=1, on_retire=self.retired)
         self.version = 0

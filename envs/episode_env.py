@@ -1,6 +1,6 @@
 """The episode contract: an environment that one episode runs in.
 
-    env = load_env(TaskRef("hr_cert_compliance", "v2"), cache)      # or HarborRef(folder): envs/environments.py
+    env = load_env(TaskRef("hr_cert_compliance", "v2"), cache)   # any kind's reference: envs/kinds.py
     episode = await env.open(runtime)            # its tool servers and workspace, in a fresh sandbox
     ... the agent loop, given env.instruction and env.limits ...
     await episode.stop()                         # nothing a program left running changes the state now
@@ -9,9 +9,10 @@
     verdict = load_env(ref, judge_cache).judge_shipped(data, answer)   # on a judge, within its deadline
 
 Our library's tasks (envs/format/task_env.LibraryTaskEnv) and imported Harbor tasks
-(envs/harbor/episode.HarborTaskEnv) and LOCA-bench configurations (envs/benchmarks/loca/) implement it; env workers, judges, teachers and in-process runners
-(rollout/episode.run_episode) use only this interface, so the next kind of environment (an external
-benchmark) is one more implementation and one more `EnvRef` kind (schema/records.py), not a flag.
+(envs/harbor/episode.HarborTaskEnv), LOCA-bench, Toolathlon and MCPMark tasks (envs/benchmarks/)
+implement it; env workers, judges, teachers and in-process runners (rollout/episode.run_episode) use
+only this interface, so the next kind of environment is one more implementation and one more
+registered kind (envs/kinds.py) in its own package, not a flag.
 
 Rules every implementation keeps, because what the episode leaves is the model's:
 - `snapshot` reads the stopped episode's final state without following links, refuses what is not a

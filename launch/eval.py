@@ -54,14 +54,9 @@ from pathlib import Path
 import msgspec
 from rich.console import Console
 
-from envs.benchmarks import loca, mcpmark, toolathlon
-from envs.benchmarks.environment import BenchmarkEnvironment, SetupError, ensure_environment, node_dir_of
-from envs.benchmarks.loca.checkout import LocaCheckout, LocaError, LocaTask
-from envs.benchmarks.mcpmark.checkout import MCPMarkCheckout, MCPMarkError
-from envs.benchmarks.toolathlon.checkout import ToolathlonCheckout, ToolathlonError
-from envs.harbor.task import HarborTaskError, find_harbor_tasks, load_harbor_task
+from envs.sources import Source, resolve_sources
 from launch import eval_report as rep
-from launch.paths import home, run_root
+from launch.paths import run_root
 from launch.rollout_cache import RolloutCache, rollout_seed
 from launch.rollouts import (
     RolloutJob,
@@ -70,186 +65,60 @@ from launch.rollouts import (
     outcome_settings,
     run_models,
 )
-from schema.config import LocaSweep, MCPMarkSweep, SweepSettings, ToolathlonSweep, TrainConfig
+from schema.config import SweepSettings, TrainConfig
 from schema.load import ConfigError, load_sections
-from schema.records import (
-    HARBOR_SCALE,
-    MCPMARK_SCALE,
-    SCALES,
-    TOOLATHLON_SCALE,
-    EnvRef,
-    HarborRef,
-    LocaRef,
-    MCPMarkRef,
-    ToolathlonRef,
-)
+from schema.records import SCALES
 
 console = Console()
+
+#: the command-line flags that add a source of a kind (`--loca CHECKOUT`: envs.loca, kind loca, args.checkout)
+SOURCE_FLAGS = {"harbor": "paths", "loca": "checkout", "toolathlon": "checkout", "mcpmark": "checkout"}
 
 
 def validate(st: SweepSettings) -> None:
     from rollout.harness import HARNESSES
 
-    bad = [h for h in st.harnesses if h not in HARNESSES] + [s for s in st.scales if s not in SCALES]
-    if bad or st.samples < 1 or not st.harnesses or not (st.scales or st.harbor or st.loca or st.toolathlon
-                                                                       or st.mcpmark):
-        raise ConfigError(f"sweep: unknown harnesses/scales {bad} or no work (samples={st.samples})")
+    bad = [h for h in st.harnesses if h not in HARNESSES]
+    if bad or st.samples < 1 or not st.harnesses:
+        raise ConfigError(f"sweep: unknown harnesses {bad} or no work (samples={st.samples})")
     for m in st.models:
         check_model(m)
-    harbor_tasks(st.harbor)
-    loca_tasks(st.loca)
-    toolathlon_tasks(st.toolathlon)
-    mcpmark_tasks(st.mcpmark)
 
 
-def mcpmark_tasks(mm: MCPMarkSweep | None) -> list[str]:
-    """MCPMark's filesystem tasks `sweep.mcpmark` names, each with its category in the data cache."""
-    if mm is None:
-        return []
-    try:
-        tasks = [t.task_id for t in MCPMarkCheckout(mm.checkout, mm.data_dir).tasks(mm.tasks or None, mm.suite)]
-    except MCPMarkError as exc:
-        raise ConfigError(f"sweep.mcpmark: {exc}") from None
-    if not tasks:
-        raise ConfigError(f"sweep.mcpmark: no {mm.suite} filesystem task has its category in {mm.data_dir}")
-    return tasks
-
-
-def mcpmark_refs(mm: MCPMarkSweep | None) -> list[MCPMarkRef]:
-    tasks = mcpmark_tasks(mm)
-    if not tasks:
-        return []
-    python, node_dir = benchmark_python(mcpmark.ENVIRONMENT, mm.python, mm.node_dir)
-    co = MCPMarkCheckout(mm.checkout, mm.data_dir)
-    return [MCPMarkRef(str(co.path), str(co.data_dir), t, python, node_dir) for t in tasks]
-
-
-def toolathlon_tasks(tl: ToolathlonSweep | None) -> list[str]:
-    """The local-only Toolathlon tasks `sweep.toolathlon` names (ConfigError: not there, not local)."""
-    if tl is None:
-        return []
-    try:
-        tasks = [t.name for t in ToolathlonCheckout(tl.checkout).tasks(tl.tasks or None)]
-    except ToolathlonError as exc:
-        raise ConfigError(f"sweep.toolathlon: {exc}") from None
-    if not tasks:
-        raise ConfigError(f"sweep.toolathlon: no local-only task in {tl.checkout}")
-    return tasks
-
-
-def toolathlon_refs(tl: ToolathlonSweep | None) -> list[ToolathlonRef]:
-    tasks = toolathlon_tasks(tl)
-    if not tasks:
-        return []
-    python, node_dir = benchmark_python(toolathlon.ENVIRONMENT, tl.python, tl.node_dir)
-    checkout = str(ToolathlonCheckout(tl.checkout).path)
-    return [ToolathlonRef(checkout, t, python, node_dir) for t in tasks]
-
-
-def loca_tasks(loca: LocaSweep | None) -> list[LocaTask]:
-    """The LOCA-bench configurations `sweep.loca` names (ConfigError: no checkout, preset or task)."""
-    if loca is None:
-        return []
-    try:
-        co = LocaCheckout(loca.checkout)
-        if not loca.presets:
-            raise LocaError(f"sweep.loca.presets: give at least one of {', '.join(co.presets())}")
-        tasks = [t for p in loca.presets for t in co.tasks(p, loca.tasks or None, loca.seeds or None)]
-    except LocaError as exc:
-        raise ConfigError(f"sweep.loca: {exc}") from None
-    if not tasks:
-        raise ConfigError(f"sweep.loca: no configuration matches tasks={loca.tasks} seeds={loca.seeds}")
-    if loca.python and not Path(loca.python).exists():
-        raise ConfigError(f"sweep.loca.python: {loca.python} does not exist")
-    return tasks
-
-
-def loca_refs(st_loca: LocaSweep | None) -> list[LocaRef]:
-    """What the env workers open for `sweep.loca`: LOCA's own Python environment is made here first
-    when `sweep.loca.python` is not given (envs/benchmarks/environment.py; once per machine)."""
-    tasks = loca_tasks(st_loca)
-    if not tasks:
-        return []
-    python, node_dir = benchmark_python(loca.ENVIRONMENT, st_loca.python, st_loca.node_dir)
-    checkout = str(LocaCheckout(st_loca.checkout).path)
-    return [LocaRef(checkout, t.preset, t.name, t.seed, python, node_dir) for t in tasks]
-
-
-def benchmark_python(spec: BenchmarkEnvironment, python: str, node_dir: str) -> tuple[str, str]:
-    """(interpreter, node_dir) of a benchmark: the ones a sweep section gives, else the environment
-    ProgAgent makes from its pinned list under $PROGAGENT_HOME/benchmarks (once; ConfigError)."""
-    if python:
-        return python, node_dir
-    try:
-        python = ensure_environment(spec, home() / "benchmarks", say=console.print)
-    except SetupError as exc:
-        raise ConfigError(str(exc)) from None
-    return python, node_dir_of(python)
-
-
-def harbor_tasks(sources: list[str]) -> dict[str, str]:
-    """{task name: absolute folder} of the Harbor tasks under `sources`; a broken task, or two tasks of
-    one name (the name is the cache key), is a ConfigError before anything starts."""
-    found: dict[str, str] = {}
-    errors = []
-    for src in sources:
-        try:
-            folders = find_harbor_tasks(Path(src).expanduser())
-        except HarborTaskError as exc:
-            errors.append(str(exc))
-            continue
-        for folder in folders:
-            try:
-                task = load_harbor_task(folder)
-            except HarborTaskError as exc:
-                errors.append(str(exc))
-                continue
-            if task.id in found and found[task.id] != str(task.dir):
-                errors.append(f"{task.dir}: a second Harbor task named {task.id!r} (the first: {found[task.id]})")
-            found[task.id] = str(task.dir)
-    if errors:
-        raise ConfigError("sweep.harbor: " + "; ".join(errors))
-    return found
+def sweep_sources(cfg: TrainConfig, st: SweepSettings) -> list[Source]:
+    """The sources a sweep runs (sweep.envs, [] = all), listed (ConfigError before anything starts)."""
+    return resolve_sources(cfg.sources(), st.envs or None, say=console.print, where="sweep.envs")
 
 
 def out_dir(cfg: TrainConfig, st: SweepSettings) -> Path:
     return Path(st.out_dir) if st.out_dir else run_root(cfg.run.out_dir)[0] / f"eval-{cfg.run.name}"
 
 
-def jobs(st: SweepSettings, models: list[str], tasks: list[str], harbor: dict[str, str] | None = None,
-         library: str = "", loca: list[LocaRef] | None = None,
-         others: list[EnvRef] | None = None) -> list[RolloutJob]:
-    """Sample-major order: a sweep stopped early has every cell at a similar n. `harbor`: {name: folder}."""
-    cells: list[tuple[str, str, EnvRef | None]] = [(t, s, None) for t in tasks for s in st.scales]
-    cells += [(t, HARBOR_SCALE, HarborRef(path)) for t, path in (harbor or {}).items()]
-    cells += [(r.task_id, r.scale, r) for r in [*(loca or []), *(others or [])]]
-    return [RolloutJob(m, h, t, s, k, rollout_seed(st.seed, t, s, k), library, ref)
-            for k in range(st.samples) for m in models for h in st.harnesses for t, s, ref in cells]
+def jobs(st: SweepSettings, models: list[str], sources: list[Source]) -> list[RolloutJob]:
+    """Sample-major order: a sweep stopped early has every cell at a similar n."""
+    cells = [r for src in sources for r in src.refs]
+    return [RolloutJob(m, h, r.task_id, r.scale, k, rollout_seed(st.seed, r.task_id, r.scale, k), r)
+            for k in range(st.samples) for m in models for h in st.harnesses for r in cells]
+
+
+def _describe(sources: list[Source]) -> str:
+    return " + ".join(f"{len(s.task_ids)} task(s) of {s.name} ({s.kind.name}; scales {', '.join(s.scale_weights)})"
+                      for s in sources)
 
 
 async def sweep(cfg: TrainConfig, st: SweepSettings, runners: dict[str, RolloutRunner] | None = None) -> Path:
-    from launch.fabric import task_ids
     from launch.metrics import MetricsLog
 
     validate(st)
+    sources = sweep_sources(cfg, st)
     out = out_dir(cfg, st)
     out.mkdir(parents=True, exist_ok=True)
     models = st.models or [cfg.model.path]
-    tasks = task_ids(cfg) if st.scales else []
-    harbor = harbor_tasks(st.harbor)
-    loca = loca_refs(st.loca)
-    presets = list(st.loca.presets) if loca else []
-    tl = toolathlon_refs(st.toolathlon)
-    mm = mcpmark_refs(st.mcpmark)
-    scales = [*st.scales, *([HARBOR_SCALE] if harbor else []), *presets, *([TOOLATHLON_SCALE] if tl else []),
-              *([MCPMARK_SCALE] if mm else [])]
-    todo = jobs(st, models, tasks, harbor, cfg.tasks.library_root, loca, [*tl, *mm])
+    scales = list(dict.fromkeys(sc for src in sources for sc in src.scale_weights))
+    todo = jobs(st, models, sources)
     cache = RolloutCache(out / "rollouts.jsonl", outcome_settings(cfg))
     console.print(f"sweep: {len(todo)} rollouts ({len(models)} model(s) × {len(st.harnesses)} harness(es) × "
-                  f"({len(tasks)} task(s) × {len(st.scales)} scale(s) + {len(harbor)} Harbor task(s) + "
-                  f"{len(loca)} LOCA-bench configuration(s) + {len(tl)} Toolathlon task(s) + "
-                  f"{len(mm)} MCPMark task(s)) × "
-                  f"{st.samples}); {len(cache)} cached in {out}")
+                  f"({_describe(sources)}) × {st.samples}); {len(cache)} cached in {out}")
     t0 = time.time()
     step = max(1, len(todo) // 10)
 
@@ -266,28 +135,22 @@ async def sweep(cfg: TrainConfig, st: SweepSettings, runners: dict[str, RolloutR
     task_rows = rep.by_task(records, ks)
     scale_rows = rep.summarise(task_rows, ("model", "harness", "scale"))
     overall = rep.summarise(task_rows, ("model", "harness"))
-    presets_text = ", ".join(presets)
     rep.write_csv(task_rows, out / "results_by_task.csv")
     rep.write_csv(scale_rows, out / "results_by_scale.csv")
     rep.write_csv(overall, out / "results.csv")
     header = [f"# Evaluation sweep `{out.name}`", "",
-              f"- models: {', '.join(models)}; harnesses: {', '.join(st.harnesses)}; scales: "
-              f"{', '.join(scales)}; {len(tasks)} task(s)"
-              f"{f' + {len(harbor)} Harbor task(s) (scale {HARBOR_SCALE})' if harbor else ''}"
-              f"{f' + {len(loca)} LOCA-bench configuration(s) (presets {presets_text})' if loca else ''}"
-              f"{f' + {len(tl)} Toolathlon task(s) (scale {TOOLATHLON_SCALE})' if tl else ''}"
-              f"{f' + {len(mm)} MCPMark task(s) (scale {MCPMARK_SCALE})' if mm else ''}; "
+              f"- models: {', '.join(models)}; harnesses: {', '.join(st.harnesses)}; {_describe(sources)}; "
               f"n = {st.samples} per cell",
               f"- rollouts: {stats['run']} run now, {stats['cached']} from the cache, "
               f"{len(stats['failed'])} failed; {time.time() - t0:.0f} s"]
     rep.write_markdown(out / "report.md", scale_rows, overall, ks, scales, header)
-    plotted = st.scales or presets or scales  # one x axis: the library's scales, else LOCA's presets
+    plotted = [sc for sc in scales if sc in SCALES] or scales  # one x axis: the library's scales, else the others'
     rep.write_plots(out, [r for r in scale_rows if r["scale"] in plotted], overall, ks, plotted)
-    rep.write_json(out / "summary.json", {"settings": msgspec.to_builtins(st), "models": models, "tasks": tasks,
-                                          "harbor_tasks": harbor, "loca": [msgspec.to_builtins(r) for r in loca],
-                                          "toolathlon": [r.task for r in tl], "mcpmark": [r.task for r in mm],
-                                          "stats": stats, "overall": overall,
-                                          "by_scale": scale_rows})
+    rep.write_json(out / "summary.json", {
+        "settings": msgspec.to_builtins(st), "models": models, "stats": stats, "overall": overall,
+        "by_scale": scale_rows,
+        "sources": {src.name: {"kind": src.kind.name, "scales": list(src.scale_weights), "tasks": src.task_ids,
+                               "refs": [msgspec.to_builtins(r) for r in src.refs]} for src in sources}})
     log = MetricsLog(out, out.name, msgspec.to_builtins(cfg) | {"sweep": msgspec.to_builtins(st)},
                      cfg.wandb.mode, cfg.wandb.project, cfg.wandb.entity)
     for i, scale in enumerate(scales):  # W&B x axis = scale index: each harness's curve over v0..v3 (, harbor)
@@ -306,34 +169,41 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "default sweep.models or model.path")
     p.add_argument("--out", default=None, help="output folder (a re-run with the same folder resumes)")
     p.add_argument("--harbor", action="append", default=None, metavar="PATH",
-                   help="a Harbor task folder or a dataset folder of them (repeatable; instead of sweep.harbor); "
-                   "sweep.scales=[] runs the Harbor tasks only")
+                   help="a Harbor task folder or a dataset folder of them (repeatable): the source envs.harbor; "
+                   "sweep.envs=[harbor] runs it alone")
     p.add_argument("--loca", default=None, metavar="CHECKOUT",
-                   help="a LOCA-bench checkout (instead of sweep.loca.checkout); sweep.loca.presets=[8k,64k] picks "
-                   "the presets, sweep.loca.tasks=[...] the task types; sweep.scales=[] runs LOCA-bench only")
+                   help="a LOCA-bench checkout: the source envs.loca (envs.loca.args.presets=[8k,64k] picks the "
+                   "presets, envs.loca.args.tasks=[...] the task types); sweep.envs=[loca] runs LOCA-bench alone")
     p.add_argument("--toolathlon", default=None, metavar="CHECKOUT",
-                   help="a Toolathlon checkout (instead of sweep.toolathlon.checkout): its local-only tasks, or "
-                   "sweep.toolathlon.tasks=[...]")
+                   help="a Toolathlon checkout: the source envs.toolathlon, its local-only tasks "
+                   "(or envs.toolathlon.args.tasks=[...])")
     p.add_argument("--mcpmark", default=None, metavar="CHECKOUT",
-                   help="an MCPMark checkout (instead of sweep.mcpmark.checkout); its filesystem tasks whose data is "
-                   "in sweep.mcpmark.data_dir (a local cache of the unzipped categories: nothing is downloaded)")
+                   help="an MCPMark checkout: the source envs.mcpmark, its filesystem tasks whose data is in "
+                   "envs.mcpmark.args.data_dir (a local cache of the unzipped categories: nothing is downloaded)")
     p.add_argument("overrides", nargs="*", help="key.path=value (sweep.samples=8, sweep.harnesses=[ptc], ...)")
 
 
+def flag_overrides(args: argparse.Namespace) -> list[str]:
+    """`--harbor/--loca/--toolathlon/--mcpmark` as the overrides of a source of that kind, named after
+    it (envs.loca.kind=loca, envs.loca.args.checkout=...); its other settings are envs.<kind>.args.*."""
+    out = []
+    for kind, field in SOURCE_FLAGS.items():
+        value = getattr(args, kind, None)
+        if not value:
+            continue
+        paths = [str(Path(p).expanduser().resolve()) for p in (value if isinstance(value, list) else [value])]
+        out += [f"envs.{kind}.kind={kind}",
+                f"envs.{kind}.args.{field}={msgspec.json.encode(paths if field == 'paths' else paths[0]).decode()}"]
+    return out
+
+
 def run(args: argparse.Namespace) -> int:
-    harbor = [str(Path(p).expanduser().resolve()) for p in args.harbor or []]
     extra = ([f"sweep.models={msgspec.json.encode(args.model).decode()}"] if args.model else []) + \
-        ([f"sweep.out_dir={args.out}"] if args.out else []) + \
-        ([f"sweep.harbor={msgspec.json.encode(harbor).decode()}"] if harbor else []) + \
-        ([f"sweep.loca.checkout={msgspec.json.encode(str(Path(args.loca).expanduser().resolve())).decode()}"]
-         if args.loca else []) + \
-        ([f"sweep.toolathlon.checkout={msgspec.json.encode(str(Path(args.toolathlon).expanduser().resolve())).decode()}"]
-         if args.toolathlon else []) + \
-        ([f"sweep.mcpmark.checkout={msgspec.json.encode(str(Path(args.mcpmark).expanduser().resolve())).decode()}"]
-         if args.mcpmark else [])
+        ([f"sweep.out_dir={args.out}"] if args.out else []) + flag_overrides(args)
     try:
         cfg, st = load_sections(args.config, [*args.overrides, *extra], "sweep", SweepSettings)
         validate(st)
+        sweep_sources(cfg, st)
     except ConfigError as exc:
         console.print(f"[red]config error:[/] {exc}")
         return 2

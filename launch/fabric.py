@@ -18,7 +18,6 @@ from actors.judge import Judge
 from actors.learner_actor import LearnerActor
 from actors.learner_group import LearnerGroup, LearnerPlacement, learner_placement_group
 from actors.scheduler import EnvWorkers, Scheduler
-from envs.format.library import library_dir, load_library
 from schema.config import TrainConfig
 
 log = logging.getLogger(__name__)
@@ -42,18 +41,6 @@ def resolve_model(cfg: TrainConfig) -> str:
 
         return str(build_tiny())
     return cfg.model.path
-
-
-def task_ids(cfg: TrainConfig) -> list[str]:
-    root = library_dir(cfg.tasks.library_root)
-    tasks, errors = load_library(root)
-    if errors:
-        raise RuntimeError(f"broken tasks in {root}: {errors}")
-    wanted = cfg.tasks.tasks or sorted(tasks)
-    unknown = [t for t in wanted if t not in tasks]
-    if unknown:
-        raise RuntimeError(f"unknown tasks in the config: {unknown}")
-    return wanted
 
 
 def learner_placement(cfg: TrainConfig) -> LearnerPlacement:

@@ -26,6 +26,7 @@ from pathlib import Path
 import msgspec
 from rich.console import Console
 
+from envs.sources import resolve_sources
 from launch.paths import run_root
 from launch.rollout_cache import RolloutCache, RolloutRecord, rollout_seed
 from launch.rollouts import (
@@ -35,7 +36,7 @@ from launch.rollouts import (
     outcome_settings,
     run_models,
 )
-from schema.config import FilterSettings, TrainConfig
+from schema.config import TASKS_SOURCE, FilterSettings, TrainConfig
 from schema.load import ConfigError, load_sections
 
 console = Console()
@@ -48,16 +49,20 @@ class TaskDecision(msgspec.Struct, frozen=True):
     passes: dict[str, int]  # scale -> rollouts with reward 1
     rollouts: dict[str, int]  # scale -> rollouts finished
     pass_rates: dict[str, float]
+    source: str = ""  # the config source (envs:) of the task
 
 
-def decide(task: str, records: list[RolloutRecord], st: FilterSettings) -> TaskDecision:
-    """Removed as soon as one finished scale is outside the bounds; kept only when all are inside."""
-    passes = {s: sum(r.passed for r in records if r.scale == s) for s in st.scales}
-    done = {s: sum(1 for r in records if r.scale == s) for s in st.scales}
-    rates = {s: passes[s] / done[s] if done[s] else float("nan") for s in st.scales}
-    missing = [s for s in st.scales if done[s] < st.samples]
-    too_hard = [s for s in st.scales if s not in missing and rates[s] <= st.low]
-    too_easy = [s for s in st.scales if s not in missing and rates[s] >= st.high]
+def decide(task: str, records: list[RolloutRecord], st: FilterSettings, scales: list[str] | None = None,
+           source: str = "") -> TaskDecision:
+    """Removed as soon as one finished scale is outside the bounds; kept only when all are inside.
+    `scales`: the task's filtered scales (default filter.scales)."""
+    scales = scales if scales is not None else st.scales
+    passes = {s: sum(r.passed for r in records if r.scale == s) for s in scales}
+    done = {s: sum(1 for r in records if r.scale == s) for s in scales}
+    rates = {s: passes[s] / done[s] if done[s] else float("nan") for s in scales}
+    missing = [s for s in scales if done[s] < st.samples]
+    too_hard = [s for s in scales if s not in missing and rates[s] <= st.low]
+    too_easy = [s for s in scales if s not in missing and rates[s] >= st.high]
 
     def at(scales: list[str]) -> str:
         return ", ".join(f"{s} ({passes[s]}/{done[s]})" for s in scales)
@@ -66,11 +71,11 @@ def decide(task: str, records: list[RolloutRecord], st: FilterSettings) -> TaskD
         why = [f"too hard (pass rate <= {st.low:g}) at {at(too_hard)}"] if too_hard else []
         why += [f"too easy (pass rate >= {st.high:g}) at {at(too_easy)}"] if too_easy else []
         reason = "; ".join(why)
-        return TaskDecision(task, "removed", reason, passes, done, rates)
+        return TaskDecision(task, "removed", reason, passes, done, rates, source)
     if missing:
-        return TaskDecision(task, "incomplete", f"rollouts missing at {at(missing)}", passes, done, rates)
-    reason = f"{st.low:g} < pass rate < {st.high:g} at {at(st.scales)}"
-    return TaskDecision(task, "kept", reason, passes, done, rates)
+        return TaskDecision(task, "incomplete", f"rollouts missing at {at(missing)}", passes, done, rates, source)
+    reason = f"{st.low:g} < pass rate < {st.high:g} at {at(scales)}"
+    return TaskDecision(task, "kept", reason, passes, done, rates, source)
 
 
 def out_dir(cfg: TrainConfig, st: FilterSettings) -> Path:
@@ -79,10 +84,9 @@ def out_dir(cfg: TrainConfig, st: FilterSettings) -> Path:
 
 def validate(st: FilterSettings) -> None:
     from rollout.harness import HARNESSES
-    from schema.records import SCALES
 
-    if st.harness not in HARNESSES or any(s not in SCALES for s in st.scales) or not st.scales:
-        raise ConfigError(f"filter: harness must be one of {HARNESSES} and scales among {SCALES}")
+    if st.harness not in HARNESSES:
+        raise ConfigError(f"filter: harness must be one of {HARNESSES}")
     if st.samples < 1 or not 0.0 <= st.low < st.high <= 1.0:
         raise ConfigError(f"filter: need samples >= 1 and 0 <= low < high <= 1 (got {st.samples}, {st.low}, "
                           f"{st.high})")
@@ -94,7 +98,8 @@ def write_report(out: Path, model: str, st: FilterSettings, decisions: list[Task
     kept = [d.task for d in decisions if d.decision == "kept"]
     removed = [d.task for d in decisions if d.decision == "removed"]
     incomplete = [d.task for d in decisions if d.decision == "incomplete"]
-    payload = {"model": model, "harness": st.harness, "samples": st.samples, "scales": st.scales,
+    scales = list(dict.fromkeys(s for d in decisions for s in d.rollouts))
+    payload = {"model": model, "harness": st.harness, "samples": st.samples, "scales": scales,
                "bounds": {"low": st.low, "high": st.high, "strict": True}, "kept": kept, "removed": removed,
                "incomplete": incomplete, "rollouts": stats,
                "tasks": [msgspec.to_builtins(d) | {"pass_rates": {s: None if math.isnan(r) else r  # no NaN in JSON
@@ -103,34 +108,40 @@ def write_report(out: Path, model: str, st: FilterSettings, decisions: list[Task
     (out / "filter_report.json").write_text(json.dumps(payload, indent=2))
     lines = [f"# Difficulty filter `{out.name}`", "",
              f"- policy `{model}`, harness {st.harness.upper()}, k = {st.samples} rollouts per task and scale",
-             f"- kept when {st.low:g} < pass rate < {st.high:g} at every scale ({', '.join(st.scales)})",
+             f"- kept when {st.low:g} < pass rate < {st.high:g} at every scale of the task ({', '.join(scales)})",
              f"- **{len(kept)} kept**, {len(removed)} removed, {len(incomplete)} incomplete, of {len(decisions)}",
              f"- rollouts: {stats['run']} run now, {stats['cached']} cached, {len(stats['failed'])} failed",
-             "", "| task | " + " | ".join(st.scales) + " | decision | reason |",
-             "|---|" + "---:|" * len(st.scales) + "---|---|"]
+             "", "| source | task | " + " | ".join(scales) + " | decision | reason |",
+             "|---|---|" + "---:|" * len(scales) + "---|---|"]
     for d in decisions:
         cells = [f"{d.passes[s]}/{d.rollouts[s]}" + (f" ({d.pass_rates[s]:.2f})" if d.rollouts[s] else "")
-                 for s in st.scales]
-        lines.append(f"| {d.task} | " + " | ".join(cells) + f" | {d.decision} | {d.reason} |")
-    lines += ["", "Kept tasks as a config override:", "", f"    tasks.tasks=[{','.join(kept)}]"]
+                 if s in d.rollouts else "" for s in scales]
+        lines.append(f"| {d.source} | {d.task} | " + " | ".join(cells) + f" | {d.decision} | {d.reason} |")
+    lines += ["", "Kept tasks as config overrides (of the kinds whose settings take `tasks`):", ""]
+    for source in dict.fromkeys(d.source for d in decisions):
+        ids = [d.task for d in decisions if d.source == source and d.decision == "kept"]
+        key = "tasks.tasks" if source == TASKS_SOURCE else f"envs.{source}.args.tasks"
+        lines.append(f"    {key}=[{','.join(ids)}]")
     (out / "filter_report.md").write_text("\n".join(lines) + "\n")
     return out / "filter_report.md"
 
 
 async def filter_tasks(cfg: TrainConfig, st: FilterSettings,
                        runner: RolloutRunner | None = None) -> tuple[Path, list[TaskDecision]]:
-    from launch.fabric import task_ids
-
     validate(st)
+    sources = resolve_sources(cfg.sources(), st.envs or None, say=console.print, where="filter.envs")
     out = out_dir(cfg, st)
     out.mkdir(parents=True, exist_ok=True)
     model = st.model or cfg.model.path
-    tasks = task_ids(cfg)
+    cells = [(src.name, r) for src in sources for r in src.refs if not st.scales or r.scale in st.scales]
+    if not cells:
+        raise ConfigError(f"filter.scales: {st.scales} are scales of no task of the filtered sources")
+    tasks = list(dict.fromkeys((name, r.task_id) for name, r in cells))
     # sample-major: an interrupted run has every (task, scale) at a similar count
-    todo = [RolloutJob(model, st.harness, t, s, k, rollout_seed(st.seed, t, s, k), cfg.tasks.library_root)
-            for k in range(st.samples) for t in tasks for s in st.scales]
+    todo = [RolloutJob(model, st.harness, r.task_id, r.scale, k, rollout_seed(st.seed, r.task_id, r.scale, k), r)
+            for k in range(st.samples) for _, r in cells]
     cache = RolloutCache(out / "rollouts.jsonl", outcome_settings(cfg))
-    console.print(f"filter: {len(tasks)} task(s) × {len(st.scales)} scale(s) × k={st.samples} with {model} "
+    console.print(f"filter: {len(tasks)} task(s), {len(cells)} (task, scale) cells × k={st.samples} with {model} "
                   f"({st.harness}); {len(cache)} rollouts cached in {out}")
     t0 = time.time()
     try:
@@ -139,7 +150,8 @@ async def filter_tasks(cfg: TrainConfig, st: FilterSettings,
         cache.close()
     stats["seconds"] = round(time.time() - t0, 1)
     records = [r for r in map(cache.get, (j.key() for j in todo)) if r is not None]
-    decisions = [decide(t, [r for r in records if r.task == t], st) for t in tasks]
+    decisions = [decide(t, [r for r in records if r.task == t], st,
+                        [r.scale for name, r in cells if name == src and r.task_id == t], src) for src, t in tasks]
     report = write_report(out, model, st, decisions, stats)
     kept = sum(d.decision == "kept" for d in decisions)
     console.print(f"[bold green]filter done[/]: {kept} of {len(tasks)} kept → {report}")

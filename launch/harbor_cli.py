@@ -5,7 +5,7 @@ SRC is a Harbor task folder or a dataset folder of them. `check` needs no model:
 untouched container must score 0 and solution/solve.sh must score 1 (exit 1 otherwise). `run` drives
 real episodes with a model: `tiny` (the project's tiny model), `openai:NAME` (any OpenAI-compatible
 endpoint, `--base-url`), or a Hugging Face model folder, on the actor fabric (generators, env
-workers, judges; `--config`, `--set`): it is `progagent eval --harbor SRC sweep.scales=[]` for one
+workers, judges; `--config`, `--set`): it is `progagent eval --harbor SRC sweep.envs=[harbor]` for one
 model and harness, so judged rollouts are cached in `--out/rollouts.jsonl` with the sweep's tables.
 """
 
@@ -82,10 +82,11 @@ def cmd_run(args: argparse.Namespace) -> int:
                  f"{w}.limits.max_context_tokens={args.max_context_tokens}",
                  f"{w}.sampling.temperature={args.temperature}", f"{w}.concurrency={args.concurrency}",
                  *([f"fabric.generator.base_url={args.base_url}"] if args.base_url else []), *args.overrides]
+    source = ["envs.harbor.kind=harbor", f"envs.harbor.args.paths={msgspec.json.encode([str(t.dir) for t in tasks]).decode()}"]
     try:
-        cfg, st = load_sections(args.config, overrides, "sweep", SweepSettings)
-        st = msgspec.structs.replace(st, models=[args.model], harnesses=[args.harness], scales=[],
-                                     samples=args.samples, harbor=[str(t.dir) for t in tasks],
+        cfg, st = load_sections(args.config, [*overrides, *source], "sweep", SweepSettings)
+        st = msgspec.structs.replace(st, models=[args.model], harnesses=[args.harness], envs=["harbor"],
+                                     samples=args.samples,
                                      out_dir=args.out or str(run_root(cfg.run.out_dir)[0] / "harbor"))
         validate(st)
     except ConfigError as exc:

@@ -49,6 +49,19 @@ def rollout_metrics(trajs: list[Any], prefix: str = "rollout") -> dict[str, floa
     return m
 
 
+def source_metrics(trajs: list[Any], prefix: str = "source") -> dict[str, float]:
+    """Per config source (Trajectory.source): episodes, reward, pass rate and tool-output tokens, as
+    `<prefix>/<source>/<metric>` (a mixture's sources side by side)."""
+    m: dict[str, float] = {}
+    for name in sorted({t.source for t in trajs}):
+        sub = [t for t in trajs if t.source == name]
+        m[f"{prefix}/{name}/episodes"] = float(len(sub))
+        m[f"{prefix}/{name}/reward"] = statistics.fmean(t.reward for t in sub)
+        m[f"{prefix}/{name}/pass_rate"] = statistics.fmean(float(t.reward == 1.0) for t in sub)
+        m[f"{prefix}/{name}/tool_output_tokens"] = statistics.fmean(t.tool_output_tokens for t in sub)
+    return m
+
+
 class MetricsLog:
     def __init__(self, out_dir: Path, run_name: str, config: dict[str, Any], wandb_mode: str = "auto",
                  project: str = "progagent", entity: str | None = None):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from launch.metrics import read_metrics
@@ -40,6 +41,43 @@ def _reward_context(ax, train: list[dict], evals: dict[str, dict]) -> None:
     for n, (tag, r) in enumerate(sorted(evals.items(), key=lambda kv: kv[0] != "before")):
         if f"eval_{tag}/reward" in r:
             ax.axhline(r[f"eval_{tag}/reward"], linestyle="--", color=f"C{n + 3}", label=f"eval {tag}")
+
+
+def _weights(run: Path) -> dict[str, float]:
+    """The run's source weights, from its config.json (a config without `envs:`: its one source)."""
+    try:
+        cfg = json.loads((run / "config.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    weights = {} if cfg.get("tasks") is None and cfg.get("envs") else {"tasks": 1.0}
+    return weights | {name: float(spec.get("weight", 1.0)) for name, spec in (cfg.get("envs") or {}).items()}
+
+
+def source_table(run: Path, train: list[dict]) -> list[str]:
+    """Per source: its weight's share, the share of groups admitted and trained on (counted, over the
+    whole run), and its mean reward, pass rate and tool-output tokens over the steps that had it."""
+    if not train:
+        return []
+    last = train[-1]
+    names = sorted({k.split("/", 2)[2] for k in last if k.startswith("rollout/groups_admitted/")})
+    if not names:
+        return []
+    weights = _weights(run)
+    total_w = sum(weights.get(n, 0.0) for n in names) or 1.0
+    admitted = {n: last.get(f"rollout/groups_admitted/{n}", 0.0) for n in names}
+    trained = {n: last.get(f"rollout/groups_trained/{n}", 0.0) for n in names}
+    lines = ["", "| source | weight share | groups admitted | groups trained | reward | pass rate | "
+                 "tool-output tokens |", "|---|---:|---:|---:|---:|---:|---:|"]
+    def mean(n: str, key: str) -> float:
+        xs = [r[f"source/{n}/{key}"] for r in train if f"source/{n}/{key}" in r]
+        return sum(xs) / len(xs) if xs else float("nan")
+
+    for n in names:
+        lines.append(f"| {n} | {weights.get(n, 0.0) / total_w:.0%} | {admitted[n]:.0f} "
+                     f"({admitted[n] / max(1.0, sum(admitted.values())):.0%}) | {trained[n]:.0f} "
+                     f"({trained[n] / max(1.0, sum(trained.values())):.0%}) | {mean(n, 'reward'):.3f} | "
+                     f"{mean(n, 'pass_rate'):.3f} | {mean(n, 'tool_output_tokens'):.0f} |")
+    return lines
 
 
 def write_report(run: Path) -> Path:
@@ -103,6 +141,7 @@ def write_report(run: Path) -> Path:
             p = f"eval_{tag}"
             lines.append(f"| {tag} | {r.get(f'{p}/reward', 0):.3f} | {r.get(f'{p}/score', 0):.3f} | "
                          + " | ".join(f"{r.get(f'{p}/pass_rate_{s}', float('nan')):.2f}" for s in SCALES) + " |")
+    lines += source_table(run, train)
     lines += ["", "Plots: " + ", ".join(f"[{p.stem}](plots/{p.name})" for p in sorted(plots.glob('*.png')))]
     report = run / "report.md"
     report.write_text("\n".join(lines) + "\n")

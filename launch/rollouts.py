@@ -29,7 +29,7 @@ from actors.scheduler import EpisodeOutcome
 from launch.rollout_cache import Key, RolloutCache, RolloutRecord, settings_digest
 from schema.config import API_PREFIX, TrainConfig
 from schema.load import ConfigError
-from schema.records import EnvRef, EpisodeRequest, TaskRef
+from schema.records import EnvRef, EpisodeRequest
 
 log = logging.getLogger(__name__)
 
@@ -43,17 +43,13 @@ class RolloutJob(msgspec.Struct, frozen=True):
     scale: str
     sample: int
     seed: int
-    library: str = ""  # the task library (TaskMix.library_root)
-    #: an environment outside the task library (an imported Harbor task, a LOCA-bench configuration):
-    #: task and scale are its ref's task_id and scale
-    env: EnvRef | None = None
+    env: EnvRef  # the environment (of any kind): task and scale are its task_id and scale
 
     def key(self) -> Key:
         return (self.model, self.harness, self.task, self.scale, self.sample)
 
     def request(self) -> EpisodeRequest:
-        env = self.env or TaskRef(self.task, self.scale, self.library)
-        return EpisodeRequest(env=env, group_id=f"{self.model}/{self.harness}/{self.task}/{self.scale}",
+        return EpisodeRequest(env=self.env, group_id=f"{self.model}/{self.harness}/{self.task}/{self.scale}",
                               sample_idx=self.sample, harness=self.harness, seed=self.seed)
 
 
@@ -61,12 +57,14 @@ def outcome_settings(cfg: TrainConfig) -> str:
     """Digest of what changes a rollout's outcome besides (model, harness, task, scale, sample)."""
     f = cfg.fabric
     w = f.env_worker
+    # the task libraries read (one: the digest of the runs before sources, whose key was its folder)
+    libraries = sorted({str(s.args.get("library", "")) for s in cfg.sources().values() if s.kind == "library"})
     return settings_digest({
         "backend": f.generator.backend, "script": f.generator.script, "limits": msgspec.to_builtins(w.limits),
         "sampling": msgspec.to_builtins(msgspec.structs.replace(w.sampling, seed=None)),
         "runtime": [w.runtime.program_timeout_s, w.runtime.max_output_chars, w.runtime.error_heuristic,
                     w.runtime.show_last_expression],
-        "library": cfg.tasks.library_root})
+        "library": libraries[0] if len(libraries) == 1 else libraries})
 
 
 def check_model(model: str) -> None:

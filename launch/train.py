@@ -32,20 +32,17 @@ import msgspec
 import ray
 from rich.console import Console
 
-from actors.rollout_manager import RolloutManager, TaskSampler
+from actors.rollout_manager import RolloutManager, SourceSampler
 from actors.scheduler import EpisodeOutcome
-from launch.fabric import Fabric, init_ray, resolve_model, task_ids
-from launch.metrics import MetricsLog, rollout_metrics
+from envs.sources import Source, check_trainable, resolve_sources
+from launch.fabric import Fabric, init_ray, resolve_model
+from launch.metrics import MetricsLog, rollout_metrics, source_metrics
 from launch.paths import run_root
 from schema.config import TrainConfig
 from schema.load import ConfigError, load_config
-from schema.records import EpisodeRequest, TaskRef, Trajectory
+from schema.records import EpisodeRequest, Trajectory
 
 console = Console()
-
-
-def _scales(cfg: TrainConfig) -> list[str]:
-    return [s for s, w in cfg.tasks.scales.items() if w > 0]
 
 
 def _outcomes(outcomes: list[EpisodeOutcome], what: str) -> list[Trajectory]:
@@ -56,35 +53,51 @@ def _outcomes(outcomes: list[EpisodeOutcome], what: str) -> list[Trajectory]:
     return [o.trajectory for o in outcomes if o.trajectory is not None]
 
 
-async def teacher_data(fabric: Fabric, cfg: TrainConfig, tasks: list[str]) -> list[Trajectory]:
-    """SFT data: a JSONL of teacher trajectories, or each task's oracle at every scale through the
-    harness (failed episodes are left out; scores below sft.min_score too)."""
+async def teacher_data(fabric: Fabric, cfg: TrainConfig, sources: list[Source]) -> list[Trajectory]:
+    """SFT data: a JSONL of teacher trajectories, or the oracle of every (task, scale) of the sources
+    whose kind has one, through the harness (failed episodes are left out; scores below sft.min_score
+    too)."""
     if cfg.sft.teacher != "oracle":
         decoder = msgspec.json.Decoder(Trajectory)
         return [decoder.decode(line) for line in Path(cfg.sft.teacher).read_bytes().splitlines() if line.strip()]
-    lib, harness = cfg.tasks.library_root, cfg.fabric.env_worker.harness
-    reqs = [EpisodeRequest(env=TaskRef(t, s, lib), group_id=f"oracle-{t}-{s}", sample_idx=0, harness=harness,
-                           driver="oracle") for t in tasks for s in _scales(cfg)]
+    harness = cfg.fabric.env_worker.harness
+    reqs = [EpisodeRequest(env=r, group_id=f"oracle-{src.name}-{r.task_id}-{r.scale}", sample_idx=0, harness=harness,
+                           driver="oracle") for src in sources if src.kind.has_oracle for r in src.refs]
+    if not reqs:
+        raise ConfigError("sft.teacher: oracle, but no training source's kind has an oracle program (library tasks "
+                          "do): give a JSONL of teacher trajectories (progagent collect) or sft.enabled=false")
     trajs = _outcomes(await fabric.scheduler.run_all(reqs), "SFT teacher")
     return [t for t in trajs if t.score >= cfg.sft.min_score]
 
 
-async def evaluate(fabric: Fabric, cfg: TrainConfig, tasks: list[str], tag: str) -> dict[str, float]:
-    """The evaluation episodes (eval_requests); failed episodes are counted (`eval_<tag>/failed`), not
-    scored."""
-    outcomes = await fabric.scheduler.run_all(eval_requests(cfg, tasks, tag))
-    trajs = _outcomes(outcomes, f"evaluation {tag}")
-    return rollout_metrics(trajs, prefix=f"eval_{tag}") | {f"eval_{tag}/failed": float(len(outcomes) - len(trajs))}
+async def evaluate(fabric: Fabric, cfg: TrainConfig, sources: list[Source], tag: str) -> dict[str, float]:
+    """The evaluation episodes (eval_requests), with each source's metrics beside the whole's; failed
+    episodes are counted (`eval_<tag>/failed`), not scored."""
+    reqs = eval_requests(cfg, sources, tag)
+    outcomes = await fabric.scheduler.run_all([r for _, r in reqs])
+    by_group = {r.group_id: name for name, r in reqs}
+    trajs = [msgspec.structs.replace(t, source=by_group[t.group_id])
+             for t in _outcomes(outcomes, f"evaluation {tag}")]
+    return rollout_metrics(trajs, prefix=f"eval_{tag}") | source_metrics(trajs, prefix=f"eval_{tag}/source") | \
+        {f"eval_{tag}/failed": float(len(outcomes) - len(trajs))}
 
 
-def eval_requests(cfg: TrainConfig, tasks: list[str], tag: str) -> list[EpisodeRequest]:
-    """eval.samples episodes per (task, scale) through the run's harness at eval.temperature. One seed
-    per (task, scale, sample): the instruction is the same at every scale, so a seed shared across
-    scales would draw the same first turn everywhere; the same seeds before and after training."""
-    lib, harness = cfg.tasks.library_root, cfg.fabric.env_worker.harness
-    return [EpisodeRequest(env=TaskRef(t, s, lib), group_id=f"eval-{tag}-{t}-{s}", sample_idx=k, harness=harness,
-                           seed=10_000 + 1_000 * i + 100 * j + k, temperature=cfg.eval.temperature)
-            for i, t in enumerate(tasks) for j, s in enumerate(_scales(cfg)) for k in range(cfg.eval.samples)]
+def eval_requests(cfg: TrainConfig, sources: list[Source], tag: str) -> list[tuple[str, EpisodeRequest]]:
+    """eval.samples episodes per (source, task, scale) through the run's harness at eval.temperature.
+    One seed per (task, scale, sample): the instruction is the same at every scale, so a seed shared
+    across scales would draw the same first turn everywhere; the same seeds before and after training
+    (and, for the first source, the seeds of runs before sources existed)."""
+    harness = cfg.fabric.env_worker.harness
+    out = []
+    for n, src in enumerate(sources):
+        tasks, scales = src.task_ids, list(src.scale_weights)
+        for r in src.refs:
+            i, j = tasks.index(r.task_id), scales.index(r.scale)
+            out += [(src.name, EpisodeRequest(env=r, group_id=f"eval-{tag}-{src.name}-{r.task_id}-{r.scale}",
+                                              sample_idx=k, harness=harness, temperature=cfg.eval.temperature,
+                                              seed=1_000_000 * n + 10_000 + 1_000 * i + 100 * j + k))
+                    for k in range(cfg.eval.samples)]
+    return out
 
 
 def _reward_view(groups: list[list[Trajectory]], reward: str) -> list[list[Trajectory]]:
@@ -100,6 +113,8 @@ OnStep = Callable[[int, Fabric, RolloutManager], Awaitable[None]]
 
 async def train(cfg: TrainConfig, resume: str | None = None, sft_only: bool = False,
                 on_step: OnStep | None = None) -> Path:
+    sources = resolve_sources(cfg.sources(), say=console.print)  # ConfigError before anything is made
+    trained = check_trainable(sources)
     root, moved = run_root(cfg.run.out_dir)
     if moved:
         console.print(f"[yellow]{moved}[/]", soft_wrap=True)
@@ -109,23 +124,21 @@ async def train(cfg: TrainConfig, resume: str | None = None, sft_only: bool = Fa
     (out / "config.json").write_bytes(msgspec.json.format(msgspec.json.encode(cfg), indent=2))
     log = MetricsLog(out, out.name, msgspec.to_builtins(cfg), cfg.wandb.mode, cfg.wandb.project, cfg.wandb.entity)
     init_ray(cfg)
-    tasks = task_ids(cfg)
     fabric = Fabric(cfg, resolve_model(cfg))
     try:
         console.print(f"[bold]fabric ready[/]: {await fabric.ready()}; run folder {out}")
-        manager = RolloutManager(fabric.scheduler, TaskSampler(tasks, cfg.tasks.scales, cfg.run.seed), cfg.rollout,
-                                 cfg.train.groups_per_step, harness=cfg.fabric.env_worker.harness,
-                                 library=cfg.tasks.library_root, seed=cfg.run.seed)
+        manager = RolloutManager(fabric.scheduler, SourceSampler(trained, cfg.run.seed), cfg.rollout,
+                                 cfg.train.groups_per_step, harness=cfg.fabric.env_worker.harness, seed=cfg.run.seed)
         step = await restore(fabric, manager, Path(resume)) if resume else 0
         if cfg.sft.enabled and resume is None:
-            await cold_start(fabric, cfg, tasks, log)
+            await cold_start(fabric, cfg, trained, log)
         manager.set_version(await fabric.publish())
         if not sft_only:
             if cfg.eval.before and resume is None:
-                log.log("eval", 0, await evaluate(fabric, cfg, tasks, "before"))
+                log.log("eval", 0, await evaluate(fabric, cfg, sources, "before"))
             await _loop(fabric, manager, cfg, log, out, step, on_step)
         if cfg.eval.after:
-            log.log("eval", cfg.train.steps, await evaluate(fabric, cfg, tasks, "after"))
+            log.log("eval", cfg.train.steps, await evaluate(fabric, cfg, sources, "after"))
         await fabric.learner.export_hf.remote(str(out / "model"))
     finally:
         log.close()
@@ -137,8 +150,8 @@ async def train(cfg: TrainConfig, resume: str | None = None, sft_only: bool = Fa
     return out
 
 
-async def cold_start(fabric: Fabric, cfg: TrainConfig, tasks: list[str], log: MetricsLog) -> None:
-    data = await teacher_data(fabric, cfg, tasks)
+async def cold_start(fabric: Fabric, cfg: TrainConfig, sources: list[Source], log: MetricsLog) -> None:
+    data = await teacher_data(fabric, cfg, sources)
     if not data:
         raise RuntimeError("no teacher trajectory reached sft.min_score: nothing to train SFT on")
     history = await fabric.learner.sft.remote(data)
@@ -173,7 +186,7 @@ async def _loop(fabric: Fabric, manager: RolloutManager, cfg: TrainConfig, log: 
             staleness = [manager.version - 1 - t.policy_version for t in trajs]
             pool = await fabric.pool.stats.remote()
             done = manager.counters["episodes_done"] - episodes_at_start
-            row = metrics | rollout_metrics(trajs) | {
+            row = metrics | rollout_metrics(trajs) | source_metrics(trajs) | {
                 "staleness_mean": sum(staleness) / len(staleness), "staleness_max": float(max(staleness)),
                 "step_s": time.time() - t0, "wait_for_data_s": wait_s,
                 "generator_busy": sum(pool["busy_fraction"]) / len(pool["busy_fraction"]),
@@ -266,6 +279,9 @@ def run(args: argparse.Namespace, sft_only: bool = False) -> int:
         return 2
     try:
         asyncio.run(train(cfg, getattr(args, "resume", None), sft_only=sft_only))
+    except ConfigError as exc:
+        console.print(f"[red]config error:[/] {exc}")
+        return 2
     except LearnerLost as exc:
         console.print(f"[red]{exc}[/]", soft_wrap=True)
         return 3

@@ -12,6 +12,8 @@ learner's placement), `rollout` (groups, staleness, the in-flight window), `lear
 
 from __future__ import annotations
 
+from typing import Any
+
 import msgspec
 
 from schema.records import SCALES, SamplingParams
@@ -100,7 +102,7 @@ class GeneratorSpec(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 class EnvWorkerConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """One env worker (actors/env_worker.py). The task library is named by each request's
-    environment (schema/records.TaskRef), not here."""
+    environment (its EnvRef), not here."""
 
     concurrency: int = 4  # episodes at once
     harness: str = "ptc"  # the harness of training and of the evaluation before/after
@@ -221,6 +223,18 @@ class TaskMix(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     library_root: str = ""
 
 
+class SourceSpec(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """One source of episodes under `envs:` (envs/sources.py): an environment kind (envs/kinds.py),
+    its settings, its scales and its training weight."""
+
+    kind: str  # a registered environment kind: library, harbor, loca, toolathlon, mcpmark, or your own
+    #: training draws a source with probability weight / (sum of weights); 0 = evaluated, never trained on
+    weight: float = 1.0
+    #: the scales that run and their sampling weights within the source ({} = every scale it lists, equally)
+    scales: dict[str, float] = {}
+    args: dict[str, Any] = {}  # the kind's settings (its args struct: unknown fields are refused)
+
+
 WEIGHT_TRANSPORTS = ("object_store", "collective")
 
 
@@ -301,10 +315,18 @@ class RayConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     check_resources: bool = True
 
 
+#: the name of the one source a config without `envs:` has (its `tasks:` section)
+TASKS_SOURCE = "tasks"
+
+
 class TrainConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     run: RunConfig = RunConfig()
     model: ModelConfig = ModelConfig()
-    tasks: TaskMix = TaskMix()
+    #: a task library as the source named "tasks" (beside those of `envs:`); without `envs:` the
+    #: only source, the shipped library when the section is left out
+    tasks: TaskMix | None = None
+    #: sources of episodes by name (envs/sources.py)
+    envs: dict[str, SourceSpec] = {}
     fabric: FabricConfig = FabricConfig()
     rollout: RolloutConfig = RolloutConfig()
     learner: LearnerConfig = LearnerConfig()
@@ -314,64 +336,35 @@ class TrainConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     wandb: WandbConfig = WandbConfig()
     ray: RayConfig = RayConfig()
 
+    def __post_init__(self) -> None:
+        if self.tasks is not None and TASKS_SOURCE in self.envs:
+            raise ValueError(f"`tasks:` is the source named {TASKS_SOURCE!r}, and `envs:` names one too: keep one "
+                             "of them")
+
+    def sources(self) -> dict[str, SourceSpec]:
+        """The sources of episodes: `tasks:` as the source named "tasks" (when it is given, or when
+        there is no `envs:`: the shipped library), then those of `envs:`."""
+        out: dict[str, SourceSpec] = {}
+        if self.tasks is not None or not self.envs:
+            t = self.tasks or TaskMix()
+            out[TASKS_SOURCE] = SourceSpec("library", 1.0, dict(t.scales), {"library": t.library_root,
+                                                                              "tasks": list(t.tasks)})
+        return out | self.envs
+
 
 # ---------------------------------------------------------------- evaluation sweeps and filtering
-
-class LocaSweep(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """`sweep.loca`: LOCA-bench configurations in a sweep (envs/benchmarks/loca/), the preset as the
-    scale axis. The checkout is the user's own clone; nothing of it is vendored."""
-
-    checkout: str
-    presets: list[str] = msgspec.field(default_factory=lambda: ["8k"])  # task-configs/final_<preset>_set_config.json
-    tasks: list[str] = []  # configuration names (task types), [] = all of the preset
-    seeds: list[int] = []  # [] = every seed the preset has
-    #: LOCA's interpreter; "" = the environment ProgAgent makes from its pinned list (once), under
-    #: $PROGAGENT_HOME/benchmarks (shared storage or the same path on every node of a cluster)
-    python: str = ""
-    node_dir: str = ""  # with `python`: a folder whose node_modules/ holds LOCA's npm servers
-
-
-class ToolathlonSweep(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """`sweep.toolathlon`: Toolathlon's local-only tasks in a sweep (envs/benchmarks/toolathlon/), at
-    the one scale "toolathlon". The checkout is the user's own clone, after Toolathlon's own setup step
-    that makes configs/global_configs.py."""
-
-    checkout: str
-    tasks: list[str] = []  # task folder names under tasks/finalpool/; [] = every local-only task
-    python: str = ""  # as sweep.loca.python, for Toolathlon's environment
-    node_dir: str = ""
-
-
-class MCPMarkSweep(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """`sweep.mcpmark`: MCPMark's filesystem tasks (envs/benchmarks/mcpmark/) at the one scale "mcpmark",
-    from a local data cache: ProgAgent never downloads MCPMark's data."""
-
-    checkout: str
-    data_dir: str  # the unzipped categories (MCPMark's $FILESYSTEM_TEST_ROOT, e.g. <checkout>/test_environments)
-    tasks: list[str] = []  # MCPMark task names ([easy:]<category>__<task>); [] = every cached task of `suite`
-    suite: str = "standard"
-    python: str = ""  # as sweep.loca.python
-    node_dir: str = ""
-
 
 class SweepSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """The `sweep:` section of a config (the `eval:` section is training's before/after evaluation)."""
 
     models: list[str] = []  # [] = the config's model.path; "tiny", HF folders (checkpoints), openai:NAME
     harnesses: list[str] = msgspec.field(default_factory=lambda: ["dtc", "ptc", "hybrid"])
-    scales: list[str] = msgspec.field(default_factory=lambda: list(SCALES))
     samples: int = 4  # n rollouts per (model, harness, task, scale)
     ks: list[int] = msgspec.field(default_factory=lambda: [1, 2, 4, 8, 16])  # pass@k, k <= samples
     out_dir: str = ""  # "" = <run.out_dir>/eval-<run.name>; fixed, so a re-run resumes
     seed: int = 0  # base of the per-sample sampling seeds
-    #: imported Harbor tasks: task folders or dataset folders of them, run at scale "harbor" ([] = none)
-    harbor: list[str] = []
-    #: LOCA-bench (None = none): its presets are scales of their own, beside the library's
-    loca: LocaSweep | None = None
-    #: Toolathlon's local-only tasks (None = none), at scale "toolathlon"
-    toolathlon: ToolathlonSweep | None = None
-    #: MCPMark's filesystem tasks from a local data cache (None = none), at scale "mcpmark"
-    mcpmark: MCPMarkSweep | None = None
+    #: the sources of `envs:` a sweep runs, by name ([] = every source); each at its own scales
+    envs: list[str] = []
 
 
 class FilterSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -380,7 +373,9 @@ class FilterSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     model: str = ""  # "" = the config's model.path; "tiny" or a HF folder (e.g. a checkpoint's export)
     harness: str = "ptc"
     samples: int = 8  # k rollouts per task and scale
-    scales: list[str] = msgspec.field(default_factory=lambda: list(SCALES))
+    #: the sources of `envs:` filtered, by name ([] = every source)
+    envs: list[str] = []
+    scales: list[str] = []  # the scales a task must pass at ([] = every scale its source runs)
     low: float = 0.0  # keep when low < pass rate < high at every scale (both strict)
     high: float = 0.8
     out_dir: str = ""  # "" = <run.out_dir>/filter-<run.name>; fixed, so a re-run resumes

@@ -58,6 +58,15 @@ GONE = {
     "learner_ranks": "derived: learner.megatron's TP x PP x CP x DP, or learner.fsdp_ranks for torch",
     "library_root": "the library is tasks.library_root (every request names it)",
     "model": "the generators serve model.path (or the model an evaluation names)",
+    "harbor": "Harbor tasks are a source now: envs: {harbor: {kind: harbor, args: {paths: [...]}}} (or --harbor PATH)",
+    "loca": "LOCA-bench is a source now: envs: {loca: {kind: loca, args: {checkout: ..., presets: [...]}}} "
+            "(or --loca CHECKOUT; its settings are envs.loca.args.*)",
+    "toolathlon": "Toolathlon is a source now: envs: {toolathlon: {kind: toolathlon, args: {checkout: ...}}} "
+                  "(or --toolathlon CHECKOUT)",
+    "mcpmark": "MCPMark is a source now: envs: {mcpmark: {kind: mcpmark, args: {checkout: ..., data_dir: ...}}} "
+               "(or --mcpmark CHECKOUT; its settings are envs.mcpmark.args.*)",
+    "scales": "a sweep runs each source at its own scales: envs.<name>.scales (the library of `tasks:`: "
+              "tasks.scales); sweep.envs=[NAMES] picks the sources (e.g. leaves the library out)",
 }
 
 

@@ -6,9 +6,8 @@ generator's output for model turns and the rendered observations in between; `lo
 model tokens only and `logprobs` holds the behaviour log-prob of each model token (0.0 elsewhere).
 
 An `EnvRef` names an episode environment so that any process can open or judge it
-(envs/environments.load_env): a task of a library (`TaskRef`) or an imported Harbor task
-(`HarborRef`). Each new kind of environment is one more tagged Struct here and one more
-implementation of the episode contract, never a flag.
+(envs/kinds.load_env). Each kind of environment defines its own tagged subclass in its own package
+and registers itself (envs/kinds.py): nothing here names a kind.
 """
 
 from __future__ import annotations
@@ -89,6 +88,7 @@ class Trajectory(msgspec.Struct):
     metrics: dict[str, float] = {}
     policy_versions: list[int] = []  # version per model turn (async rollouts may span an update)
     uid: str = ""  # unique per (group_id, sample_idx, attempt): dedup key in the buffer
+    source: str = ""  # the config source (envs:) training drew it from ("" outside training)
 
     @property
     def response_len(self) -> int:
@@ -127,102 +127,19 @@ def judged(traj: Trajectory, verdict: Verdict) -> Trajectory:
     return traj
 
 
-#: Trajectory.scale of an imported Harbor task (Harbor tasks have one environment size)
-HARBOR_SCALE = "harbor"
-
-
-class TaskRef(msgspec.Struct, frozen=True, tag="task"):
-    """A task of a task library (envs/format/TASK_FORMAT.md) at one environment scale. `library`: the
-    library's folder as the env workers and judges see it ("" = the shipped library)."""
-
-    task_id: str
-    scale: str
-    library: str = ""
-
-
-class HarborRef(msgspec.Struct, frozen=True, tag="harbor"):
-    """An imported Harbor task: its folder, as the env workers and judges see it."""
-
-    path: str
+class EnvRef(msgspec.Struct, frozen=True):
+    """The base of every environment reference: a frozen, tagged subclass per environment kind
+    (envs/kinds.py), defined in the kind's own module, naming one task at one scale so that any
+    process can open or judge it (envs.kinds.load_env). Every reference has a `task_id` and a
+    `scale` (fields or properties): the cache key, the group and the report's rows use them."""
 
     @property
     def task_id(self) -> str:
-        return self.path.rstrip("/").rsplit("/", 1)[-1]
+        raise NotImplementedError(f"{type(self).__name__} has no task_id")
 
     @property
     def scale(self) -> str:
-        return HARBOR_SCALE
-
-
-class LocaRef(msgspec.Struct, frozen=True, tag="loca"):
-    """A LOCA-bench task configuration (envs/benchmarks/loca/): the user's checkout, the preset (the
-    environment-state size, its scale axis) and the configuration's name and seed, as the env workers
-    see them; `python`: the interpreter of LOCA's own environment, `node_dir`: where its npm servers
-    are installed (a folder holding node_modules/; "" = none)."""
-
-    checkout: str
-    preset: str
-    name: str
-    seed: int
-    python: str
-    node_dir: str = ""
-
-    @property
-    def task_id(self) -> str:
-        return f"{self.name}.s{self.seed}"
-
-    @property
-    def scale(self) -> str:
-        return self.preset
-
-
-#: Trajectory.scale of a Toolathlon task (Toolathlon has one environment size)
-TOOLATHLON_SCALE = "toolathlon"
-
-
-class ToolathlonRef(msgspec.Struct, frozen=True, tag="toolathlon"):
-    """A local-only Toolathlon task (envs/benchmarks/toolathlon/): the user's checkout and the task's
-    folder name under tasks/finalpool/; `python` and `node_dir` as in LocaRef (Toolathlon's environment)."""
-
-    checkout: str
-    task: str
-    python: str
-    node_dir: str = ""
-
-    @property
-    def task_id(self) -> str:
-        return self.task
-
-    @property
-    def scale(self) -> str:
-        return TOOLATHLON_SCALE
-
-
-#: Trajectory.scale of an MCPMark task
-MCPMARK_SCALE = "mcpmark"
-
-
-class MCPMarkRef(msgspec.Struct, frozen=True, tag="mcpmark"):
-    """An MCPMark filesystem task (envs/benchmarks/mcpmark/): the user's checkout, their local data cache
-    (the unzipped categories), MCPMark's task name ([easy:]<category>__<task>); `python`, `node_dir`
-    as in LocaRef."""
-
-    checkout: str
-    data_dir: str
-    task: str
-    python: str
-    node_dir: str = ""
-
-    @property
-    def task_id(self) -> str:
-        return self.task
-
-    @property
-    def scale(self) -> str:
-        return MCPMARK_SCALE
-
-
-EnvRef = TaskRef | HarborRef | LocaRef | ToolathlonRef | MCPMarkRef
+        raise NotImplementedError(f"{type(self).__name__} has no scale")
 
 
 #: who writes the model's turns of an episode (EpisodeRequest.driver)

@@ -20,9 +20,9 @@ from actors.judge import judge_shipped
 from envs.format import provenance
 from envs.format.code_runner import SandboxedTask
 from envs.format.hosted_tools import HostedTaskTools
+from envs.format.kind import TaskRef
 from envs.format.library import LIBRARY_DIR, get_task, load_library, load_task
 from envs.format.task_env import EnvironmentCache, judge, open_task_episode, snapshot_state
-from schema.records import TaskRef
 from tests.test_task_format import write_task
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -11,7 +11,7 @@ import pytest
 from envs.harbor.episode import read_rewards, verify
 from envs.harbor.task import PASS_ENV, HarborTaskError, load_harbor_task
 
-FIXTURE = Path(__file__).parent / "fixtures" / "harbor" / "warehouse-restock"
+FIXTURE = Path(__file__).parent.parent / "envs" / "starter_harbor" / "warehouse-restock"
 
 
 def task_copy(tmp_path: Path, extra_docker: str = "") -> Path:

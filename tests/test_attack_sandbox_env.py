@@ -19,7 +19,7 @@ from envs.harbor.task import load_harbor_task
 from tests.test_task_format import write_task
 
 SECRET = "sk-progagent-test-4b1d9e0c7a"
-FIXTURE = Path(__file__).parent / "fixtures" / "harbor" / "warehouse-restock"
+FIXTURE = Path(__file__).parent.parent / "envs" / "starter_harbor" / "warehouse-restock"
 
 # what every probe prints: each readable process's environment and command line
 PROBE_PY = '''

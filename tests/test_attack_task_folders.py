@@ -17,7 +17,7 @@ from envs.harbor.task import ALLOW_NETWORK, HarborTaskError, load_harbor_task
 from tests.test_harbor_compat import write_multi_step
 
 ROOT = Path(__file__).resolve().parents[1]
-FIXTURE = ROOT / "tests" / "fixtures" / "harbor" / "warehouse-restock"
+FIXTURE = ROOT / "envs" / "starter_harbor" / "warehouse-restock"
 STARTER = ROOT / "envs" / "starter_tasks"
 
 

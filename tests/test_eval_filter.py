@@ -123,7 +123,7 @@ async def test_filter_keeps_tasks_strictly_inside_the_bounds_at_every_scale(runn
     assert report["kept"] == ["mid_task"] and report["removed"] == ["easy_task", "hard_task"]
     assert {t["task"]: t["pass_rates"] for t in report["tasks"]}["easy_task"] == {"v0": 0.8, "v1": 0.2}
     md = (out / "filter_report.md").read_text()
-    assert "| mid_task | 2/5 (0.40) | 3/5 (0.60) | kept |" in md and "tasks.tasks=[mid_task]" in md
+    assert "| tasks | mid_task | 2/5 (0.40) | 3/5 (0.60) | kept |" in md and "tasks.tasks=[mid_task]" in md
     # a re-run finds every rollout in the cache: nothing runs, the decisions are the same
     _, again = await filter_tasks(cfg, st, runner)
     assert runner.requests - before == 30 and again == decisions
@@ -135,7 +135,7 @@ async def test_filter_keeps_tasks_strictly_inside_the_bounds_at_every_scale(runn
 async def test_interrupted_sweep_resumes_and_writes_tables_and_plots(runner, tiny, fabric_overrides, tmp_path):
     out = tmp_path / "sweep"
     overrides = [*fabric_overrides, f"tasks.tasks=[mid_task, {SHIPPED}]", f"sweep.out_dir={out}",
-                 "sweep.samples=2", "sweep.scales=[v0, v1]", f"sweep.models=[{tiny}]"]
+                 "sweep.samples=2", "tasks.scales={v0: 1.0, v1: 1.0}", f"sweep.models=[{tiny}]"]
     cfg, st = load_sections(ROOT / "configs" / "local.yaml", overrides, "sweep", SweepSettings)
     total = 3 * 2 * 2 * 2  # harnesses × tasks × scales × samples
     job = asyncio.create_task(sweep(cfg, st, {tiny: runner}))
@@ -180,7 +180,7 @@ async def test_interrupted_sweep_resumes_and_writes_tables_and_plots(runner, tin
         assert (out / f"{png}.png").stat().st_size > 5_000
     # the command line on a finished sweep: everything from the cache, no fabric started
     argv = ["eval", "--config", str(ROOT / "configs" / "local.yaml"), "--model", tiny, "--out", str(out),
-            *fabric_overrides, f"tasks.tasks=[mid_task, {SHIPPED}]", "sweep.samples=2", "sweep.scales=[v0, v1]"]
+            *fabric_overrides, f"tasks.tasks=[mid_task, {SHIPPED}]", "sweep.samples=2", "tasks.scales={v0: 1.0, v1: 1.0}"]
     assert await asyncio.to_thread(main, argv) == 0
     summary = json.loads((out / "summary.json").read_text())
     assert summary["stats"] == {"jobs": total, "cached": total, "run": 0, "failed": []}

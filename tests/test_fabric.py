@@ -10,8 +10,9 @@ import torch
 from actors.env_worker import EnvWorker
 from actors.generator_pool import GeneratorPool
 from actors.judge import Judge, judge_shipped
-from actors.rollout_manager import RolloutManager, TaskSampler
+from actors.rollout_manager import RolloutManager, SourceSampler
 from actors.scheduler import EnvWorkers, Scheduler
+from envs.format.kind import TaskRef, library_source
 from rollout.weights.base import make_sender
 from schema.config import (
     EnvWorkerConfig,
@@ -21,7 +22,7 @@ from schema.config import (
     RuntimeConfig,
     WeightTransportConfig,
 )
-from schema.records import EpisodeRequest, SamplingParams, TaskRef
+from schema.records import EpisodeRequest, SamplingParams
 from tests.test_rollout import TASK, tiny_path  # noqa: F401
 from tests.test_task_format import write_task
 
@@ -57,7 +58,7 @@ WORKER = EnvWorkerConfig(concurrency=2, limits=LoopLimits(max_turns=2, max_new_t
 
 def manager_on(workers: list, groups_per_step: int, max_staleness: int = 0, new=None) -> RolloutManager:
     scheduler = Scheduler(EnvWorkers(workers, new, WORKER.concurrency), max_attempts=3)
-    return RolloutManager(scheduler, TaskSampler([TASK], {"v0": 1.0}, 0),
+    return RolloutManager(scheduler, SourceSampler([library_source([TASK], {"v0": 1.0})], 0),
                           RolloutConfig(group_size=2, max_staleness=max_staleness), groups_per_step, harness="ptc")
 
 
@@ -134,7 +135,7 @@ async def test_evaluation_completes_when_an_env_worker_dies(ray_cluster, tiny_pa
         scheduler = Scheduler(EnvWorkers(workers, new, WORKER.concurrency))
 
     cfg = load_config(None, ["eval.samples=4", "tasks.scales={v0: 1.0}"])
-    running = asyncio.ensure_future(evaluate(Fabric, cfg, [TASK], "before"))
+    running = asyncio.ensure_future(evaluate(Fabric, cfg, [library_source([TASK], {"v0": 1.0})], "before"))
     await asyncio.sleep(1.0)
     ray.kill(workers[0])
     metrics = await running

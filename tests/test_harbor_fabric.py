@@ -21,6 +21,7 @@ from actors.judge import judge_shipped
 from envs.format.library import load_task
 from envs.harbor.episode import restore_tree, run_oracle, snapshot_tree
 from envs.harbor.export import export_harbor
+from envs.harbor.kind import HARBOR_SCALE, HarborRef
 from envs.harbor.task import load_harbor_task
 from launch.cli import main
 from launch.eval import sweep
@@ -29,7 +30,6 @@ from launch.rollouts import RolloutRunner, outcome_settings
 from rollout.tiny_model import build_tiny
 from schema.config import SweepSettings
 from schema.load import load_sections
-from schema.records import HARBOR_SCALE, HarborRef
 from tests.conftest import ROOT
 from tests.test_harbor_import import FIXTURE, SOLVE_PTC
 from tests.test_task_format import write_task
@@ -86,7 +86,8 @@ async def test_harbor_tasks_run_on_env_workers_and_are_judged_by_judges(runner, 
                                                                         tmp_path):
     out = tmp_path / "eval"
     cfg, st = load_sections(CONFIG, [*overrides, f"sweep.out_dir={out}", f"sweep.models=[{tiny}]",
-                                     f"sweep.harbor=[{dataset}]", "sweep.scales=[]", "sweep.harnesses=[ptc]",
+                                     "envs.harbor.kind=harbor", f"envs.harbor.args.paths=[{dataset}]",
+                                     "sweep.envs=[harbor]", "sweep.harnesses=[ptc]",
                                      "sweep.samples=2"], "sweep", SweepSettings)
     ray.kill(runner.fabric.judges[0], no_restart=False)  # the judge restarts; env workers retry on it
     on_workers = await runner.episodes_on_workers()
@@ -112,7 +113,9 @@ async def test_harbor_tasks_run_on_env_workers_and_are_judged_by_judges(runner, 
 
     summary = json.loads((out / "summary.json").read_text())
     assert summary["stats"]["failed"] == [] and summary["stats"]["run"] == 6
-    assert summary["harbor_tasks"] == {t: str(dataset / t) for t in (EXPORTED, NO_REWARD, WAREHOUSE)}
+    assert summary["sources"]["harbor"]["kind"] == "harbor"
+    assert {r["path"] for r in summary["sources"]["harbor"]["refs"]} == {str(dataset / t)
+                                                                         for t in (EXPORTED, NO_REWARD, WAREHOUSE)}
     rows = {r["task"]: r for r in csv.DictReader((out / "results_by_task.csv").open())}
     assert {r["scale"] for r in rows.values()} == {HARBOR_SCALE}
     assert float(rows[WAREHOUSE]["pass@1"]) == 0.5 and float(rows[WAREHOUSE]["pass@2"]) == 1.0

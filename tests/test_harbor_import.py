@@ -22,7 +22,7 @@ from rollout.teacher import _AnswerAfterScript, call_text
 from rollout.tiny_model import project_tokenizer
 from schema.config import LoopLimits
 
-FIXTURE = Path(__file__).parent / "fixtures" / "harbor" / "warehouse-restock"
+FIXTURE = Path(__file__).parent.parent / "envs" / "starter_harbor" / "warehouse-restock"
 LIMITS = LoopLimits(max_turns=20, max_context_tokens=1 << 18, max_new_tokens=1 << 13)
 
 SOLVE_PTC = """\

@@ -17,9 +17,9 @@ import pytest
 from envs.benchmarks.commands import CommandError, server_command
 from envs.benchmarks.loca.checkout import LocaCheckout, LocaError
 from envs.benchmarks.loca.episode import LocaTaskEnv
+from envs.benchmarks.loca.kind import LocaRef
 from envs.runtime.episode import Runtime
 from schema.config import RuntimeConfig
-from schema.records import LocaRef
 from tests.conftest import NPM_FS, ROOT, processes_with
 
 CHECKOUT = ROOT / "tests" / "fixtures" / "loca_checkout"

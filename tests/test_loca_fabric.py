@@ -1,4 +1,4 @@
-"""LOCA-bench on the actor fabric (`sweep.loca`), on the miniature checkout of tests/test_loca_adapter.py:
+"""LOCA-bench on the actor fabric (a `kind: loca` source), on the miniature checkout of tests/test_loca_adapter.py:
 env workers generate LOCA's state, run the episode and judge it in place with LOCA's evaluator."""
 
 import json
@@ -20,7 +20,7 @@ def sweep_script() -> list[str]:
 
 @needs_npm
 def test_a_sweep_runs_loca_presets_as_scales_on_the_fabric(ray_session, tmp_path):
-    """`sweep.loca` on the actor fabric: env workers generate LOCA's state, run the episode and judge it
+    """A LOCA source on the actor fabric: env workers generate LOCA's state, run the episode and judge it
     in place with LOCA's evaluator; presets are the scales of the tables and plots; seed and launch
     time are in each rollout; a configuration whose generation fails is reported, not cached."""
     import csv
@@ -38,9 +38,10 @@ def test_a_sweep_runs_loca_presets_as_scales_on_the_fabric(ray_session, tmp_path
                  f"fabric.generator.script={json.dumps(sweep_script())}",
                  "fabric.env_worker.limits={max_turns: 4, max_new_tokens: 1024, max_context_tokens: 16384}",
                  "fabric.env_worker.runtime={warm_pool: 0, program_timeout_s: 60}", "fabric.env_worker.concurrency=3",
-                 f"sweep.out_dir={out}", f"sweep.models=[{tiny}]", "sweep.scales=[]", "sweep.samples=1",
+                 f"sweep.out_dir={out}", f"sweep.models=[{tiny}]", "sweep.envs=[loca]", "sweep.samples=1",
                  "sweep.harnesses=[dtc,ptc,hybrid]",
-                 f"sweep.loca={{checkout: {CHECKOUT}, presets: [1k, 4k], tasks: [ShelfAuditS2LEnv], seeds: [1], "
+                 "envs.loca.kind=loca",
+                 f"envs.loca.args={{checkout: {CHECKOUT}, presets: [1k, 4k], tasks: [ShelfAuditS2LEnv], seeds: [1], "
                  f"python: {sys.executable}, node_dir: {NODE_DIR}}}"]
     cfg, st = load_sections(ROOT / "configs" / "local.yaml", overrides, "sweep", SweepSettings)
     run_sweep(cfg, st)
@@ -54,5 +55,5 @@ def test_a_sweep_runs_loca_presets_as_scales_on_the_fabric(ray_session, tmp_path
     rows = list(csv.DictReader((out / "results_by_scale.csv").open()))
     assert {(r["harness"], r["scale"]) for r in rows} == set(rec)
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["stats"]["failed"] == [] and len(summary["loca"]) == 2
+    assert summary["stats"]["failed"] == [] and len(summary["sources"]["loca"]["refs"]) == 2
     assert "| model | harness | 1k | 4k |" in (out / "report.md").read_text()

@@ -12,9 +12,9 @@ import pytest
 
 from envs.benchmarks.mcpmark.checkout import MCPMarkCheckout, MCPMarkError
 from envs.benchmarks.mcpmark.episode import NOTE, MCPMarkTaskEnv
+from envs.benchmarks.mcpmark.kind import MCPMarkRef
 from envs.runtime.episode import Runtime
 from schema.config import RuntimeConfig
-from schema.records import MCPMarkRef
 from tests.conftest import NPM_FS, ROOT
 
 CHECKOUT = ROOT / "tests" / "fixtures" / "mcpmark_checkout"

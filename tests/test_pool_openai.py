@@ -11,6 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from actors.generator_pool import PoolClient
+from envs.format.kind import TaskRef
 from launch.rollout_cache import RolloutCache
 from launch.rollouts import RolloutJob, RolloutRunner
 from rollout.generators.base import GeneratorError
@@ -23,7 +24,7 @@ from schema.config import (
     TrainConfig,
     WeightTransportConfig,
 )
-from schema.records import EpisodeRequest, SamplingParams, TaskRef
+from schema.records import EpisodeRequest, SamplingParams
 from tests.test_openai_teacher import FIXTURE
 
 MODEL = "openai:teacher-model-2026-10"
@@ -130,6 +131,6 @@ async def test_endpoint_failures_end_the_episode_not_the_worker(api_fabric, tmp_
 
     # in a sweep such rollouts are failed jobs, never cached as the model's score
     cache = RolloutCache(tmp_path / "rollouts.jsonl", "settings")
-    job = RolloutJob(MODEL, "ptc", "retail_clearance_markdown", "v0", 0, 0)
+    job = RolloutJob(MODEL, "ptc", "retail_clearance_markdown", "v0", 0, 0, TaskRef("retail_clearance_markdown", "v0"))
     assert await runner.run([job], cache) == [job] and len(cache) == 0  # rollout.max_attempts=2
     assert await worker.ping.remote() == episodes + 4  # the same worker finished every episode

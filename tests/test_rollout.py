@@ -288,7 +288,9 @@ def test_evaluation_samples_at_its_own_temperature():
 
     cfg = load_config(None, ["eval.temperature=0.3", "eval.samples=2", "fabric.env_worker.sampling.temperature=1.0",
                              "tasks.scales={v0: 1.0, v2: 1.0}"])
-    reqs = eval_requests(cfg, ["a", "b"], "before")
+    from envs.format.kind import library_source
+
+    reqs = [r for _, r in eval_requests(cfg, [library_source(["a", "b"], cfg.sources()["tasks"].scales)], "before")]
     assert len(reqs) == 2 * 2 * 2 and {r.temperature for r in reqs} == {0.3}
     assert len({r.seed for r in reqs}) == len(reqs)
     sampling = episode_sampling(cfg.fabric.env_worker.sampling, reqs[0])

@@ -10,9 +10,10 @@ from collections import Counter
 import pytest
 import ray
 
-from actors.rollout_manager import RolloutManager, TaskSampler
+from actors.rollout_manager import RolloutManager, SourceSampler
 from actors.scheduler import EnvWorkers, Scheduler
 from actors.synthetic import SyntheticEnvWorker, SyntheticSpec
+from envs.format.kind import library_source
 from schema.config import RolloutConfig
 
 B, G, S = 4, 4, 1  # groups per step, group size, max staleness
@@ -30,7 +31,8 @@ class Run:
         self.scheduler = Scheduler(self.env, max_attempts=3)
         self.ledger: Counter = Counter()
         self.retired: dict[str, str] = {}
-        self.manager = RolloutManager(self.scheduler, TaskSampler(["t1", "t2", "t3"], {"v0": 1.0, "v1": 1.0}, 0),
+        sampler = SourceSampler([library_source(["t1", "t2", "t3"], {"v0": 1.0, "v1": 1.0})], 0)
+        self.manager = RolloutManager(self.scheduler, sampler,
                                       RolloutConfig(group_size=G, max_staleness=S, capacity=capacity), B,
                                       harness="ptc", on_retire=self._retired)
         self.version = 0
@@ -187,7 +189,8 @@ async def test_state_resumes_to_the_same_next_batch(run):
 async def test_every_worker_gone_fails_what_is_queued_instead_of_waiting(ray_session):
     env = EnvWorkers([SyntheticEnvWorker.options(num_cpus=0).remote(SyntheticSpec(median_s=5.0))], None, 4)
     scheduler = Scheduler(env, max_attempts=3)
-    from schema.records import EpisodeRequest, TaskRef
+    from envs.format.kind import TaskRef
+    from schema.records import EpisodeRequest
 
     reqs = [EpisodeRequest(env=TaskRef("t", "v0"), group_id=f"g{i}", sample_idx=0) for i in range(6)]
     pending = asyncio.ensure_future(scheduler.run_all(reqs))

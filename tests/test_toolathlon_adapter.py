@@ -17,9 +17,9 @@ import pytest
 
 from envs.benchmarks.toolathlon.checkout import ToolathlonCheckout, ToolathlonError
 from envs.benchmarks.toolathlon.episode import SINGLE_TURN, ToolathlonTaskEnv
+from envs.benchmarks.toolathlon.kind import ToolathlonRef
 from envs.runtime.episode import Runtime
 from schema.config import RuntimeConfig
-from schema.records import ToolathlonRef
 from tests.conftest import NPM_FS, ROOT
 
 CHECKOUT = ROOT / "tests" / "fixtures" / "toolathlon_checkout"

@@ -136,3 +136,26 @@ def node_dir_of(python: str) -> str:
     """The node/ folder of the environment `python` belongs to ("" when it has none)."""
     folder = Path(python).parent.parent / "node"
     return str(folder) if folder.is_dir() else ""
+
+
+def benchmarks_root() -> Path:
+    """Where ProgAgent makes benchmark environments: $PROGAGENT_HOME/benchmarks (default
+    ~/progagent/benchmarks; shared storage, or the same path on every node of a cluster)."""
+    return Path(os.environ.get("PROGAGENT_HOME") or Path.home() / "progagent").expanduser() / "benchmarks"
+
+
+def benchmark_python(spec: BenchmarkEnvironment, python: str, node_dir: str, where: str,
+                     say: Callable[[str], None] = print) -> tuple[str, str]:
+    """(interpreter, node_dir) of a benchmark: the ones a source's settings give, else the environment
+    ProgAgent makes from its pinned list under benchmarks_root() (once). A ConfigError names `where`."""
+    from schema.load import ConfigError
+
+    if python:
+        if not Path(python).exists():
+            raise ConfigError(f"{where}.python: {python} does not exist")
+        return python, node_dir
+    try:
+        python = ensure_environment(spec, benchmarks_root(), say=say)
+    except SetupError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+    return python, node_dir_of(python)

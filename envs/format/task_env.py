@@ -48,9 +48,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from envs.episode_env import MAX_STATE_BYTES, EnvLimits, restore, snapshot
+from envs.format.kind import TaskRef
 from envs.format.library import Task, copy_environment
 from envs.runtime.sandbox import TASK_CODE, isolation_argv, launch_argv, python_binds, setenv_argv
-from schema.records import TaskRef, Verdict
+from schema.records import Verdict
 
 if TYPE_CHECKING:
     from envs.runtime.episode import Episode, EpisodeState, Runtime

@@ -39,13 +39,14 @@ import msgspec
 
 from envs.benchmarks.process import ScriptRun, run_once
 from envs.episode_env import EnvLimits, LiveStates, StateRefused, restore, snapshot
+from envs.harbor.kind import HarborRef
 from envs.harbor.task import MAX_CONTEXT_BYTES, HarborTask, HarborTaskError, StepConfig, resolve_host_env
 from envs.runtime import untrusted_fs
 from envs.runtime.episode import Episode, EpisodeState, Runtime
 from envs.runtime.limits import LimitBackend
 from envs.runtime.sandbox import BWRAP_ENV, launch_argv
 from envs.runtime.upstream import Upstream, UpstreamSpec
-from schema.records import HarborRef, Verdict
+from schema.records import Verdict
 
 TREE_DIR = "container"
 CRITERION = "criterion_"  # reward.json entries named criterion_<name> (what envs/harbor/export.py writes)

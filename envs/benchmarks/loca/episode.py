@@ -50,6 +50,7 @@ from typing import Any
 
 from envs.benchmarks.commands import server_command
 from envs.benchmarks.loca.checkout import LocaCheckout, LocaError
+from envs.benchmarks.loca.kind import LocaRef
 from envs.benchmarks.process import JsonLineProcess, ProcessFailed
 from envs.benchmarks.sandbox import interpreter, sandbox_options, sandboxed
 from envs.episode_env import EnvLimits, LiveStates
@@ -57,7 +58,7 @@ from envs.runtime import untrusted_fs
 from envs.runtime.episode import Episode, EpisodeState, Runtime
 from envs.runtime.sandbox import BWRAP_ENV
 from envs.runtime.upstream import Upstream, UpstreamSpec
-from schema.records import LocaRef, Verdict
+from schema.records import Verdict
 
 DRIVER = Path(__file__).with_name("driver.py")
 #: LOCA's agent loop gives a tool call 120 s

@@ -20,6 +20,7 @@ from typing import Any
 
 from envs.benchmarks.commands import server_command
 from envs.benchmarks.mcpmark.checkout import MCPMarkCheckout
+from envs.benchmarks.mcpmark.kind import MCPMarkRef
 from envs.benchmarks.process import run_once
 from envs.benchmarks.sandbox import interpreter, sandbox_options, sandboxed
 from envs.episode_env import EnvLimits, LiveStates, StateRefused, restore, snapshot
@@ -27,7 +28,7 @@ from envs.runtime import untrusted_fs
 from envs.runtime.episode import Episode, EpisodeState, Runtime
 from envs.runtime.sandbox import BWRAP_ENV
 from envs.runtime.upstream import Upstream, UpstreamSpec
-from schema.records import MCPMarkRef, Verdict
+from schema.records import Verdict
 
 #: MCPMark's suffix to a filesystem task's description (its _format_task_instruction)
 NOTE = "\n\nNote: Based on your understanding, solve the task all at once by yourself, don't ask for my opinions on anything."

@@ -47,12 +47,13 @@ from envs.benchmarks.commands import server_command
 from envs.benchmarks.process import run_once
 from envs.benchmarks.sandbox import interpreter, sandbox_options, sandboxed
 from envs.benchmarks.toolathlon.checkout import PROVIDED_TOOLS, ToolathlonCheckout, ToolathlonError
+from envs.benchmarks.toolathlon.kind import ToolathlonRef
 from envs.episode_env import EnvLimits, LiveStates, StateRefused, restore, snapshot
 from envs.runtime import untrusted_fs
 from envs.runtime.episode import Episode, EpisodeState, Runtime
 from envs.runtime.sandbox import BWRAP_ENV
 from envs.runtime.upstream import Upstream, UpstreamSpec
-from schema.records import ToolathlonRef, Verdict
+from schema.records import Verdict
 
 LOCAL_TOOLS = Path(__file__).with_name("local_tools.py")
 PREPROCESS_TIMEOUT_S = 300.0
