@@ -136,7 +136,11 @@ class LiveStates(Generic[T]):
 
 
 class EpisodeEnv(Protocol):
-    ref: EnvRef
+    @property
+    def ref(self) -> EnvRef:
+        """What names this environment (its kind's reference: read-only, so each kind's own type fits)."""
+        ...
+
     instruction: str
     limits: EnvLimits
     #: what judge_shipped may take (the verifier's deadline)

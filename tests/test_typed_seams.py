@@ -135,3 +135,51 @@ def test_a_learner_that_drifts_from_the_protocol_fails_the_type_check(tmp_path):
         "    def export_hf(self, path: str | Path) -> Path:\n        raise NotImplementedError\n\n"
         "    def weights(self) -> tuple[int, dict[str, Any]]:"))
     assert right.returncode == 0, right.stdout + right.stderr
+
+
+WRONG_KIND = '''
+from typing import Any
+
+import msgspec
+
+from envs.episode_env import EpisodeEnv
+from envs.kinds import EnvKind, ListContext, LoadContext
+from schema.records import EnvRef
+
+
+class DiceRef(EnvRef, frozen=True, tag="dice"):
+    sides: int
+
+
+class DiceArgs(msgspec.Struct, frozen=True):
+    sides: int = 6
+
+
+class DiceKind:  # load takes the settings, not a reference: the registry would hand it a DiceRef
+    name = "dice"
+    ref_type = DiceRef
+    args_type = DiceArgs
+    ground_truth_hidden = True
+    has_oracle = False
+
+    def refs(self, args: DiceArgs, ctx: ListContext) -> list[DiceRef]:
+        return [DiceRef(args.sides)]
+
+    def load(self, ref: DiceArgs, ctx: LoadContext) -> EpisodeEnv:
+        raise NotImplementedError
+
+
+def check(k: DiceKind) -> EnvKind[DiceRef, DiceArgs]:
+    return k
+'''
+
+
+@pytest.mark.timeout(600)
+def test_an_environment_kind_that_drifts_from_the_protocol_fails_the_type_check(tmp_path):
+    wrong = mypy(tmp_path, "wrong_kind", WRONG_KIND)
+    assert wrong.returncode == 1, wrong.stdout + wrong.stderr
+    assert 'Incompatible return value type (got "DiceKind", expected "EnvKind[DiceRef, DiceArgs]")' in wrong.stdout, \
+        wrong.stdout
+    assert "def load(self, ref: DiceArgs, ctx: LoadContext) -> EpisodeEnv" in wrong.stdout, wrong.stdout
+    right = mypy(tmp_path, "right_kind", WRONG_KIND.replace("def load(self, ref: DiceArgs,", "def load(self, ref: DiceRef,"))
+    assert right.returncode == 0, right.stdout + right.stderr
