@@ -48,7 +48,6 @@ class EnvWorker:
         self.cfg = cfg
         self.renderer = ChatRenderer(load_tokenizer(resolve_tokenizer(tokenizer_path)))
         self.pool = pool
-        self.chat_api: bool | None = None  # the pool's, asked once
         self.judges = judges
         self.cache = EnvironmentCache()
         self.runtime: Runtime | None = None
@@ -66,9 +65,7 @@ class EnvWorker:
 
 
     async def _client(self) -> PoolClient:
-        if self.chat_api is None:
-            self.chat_api = await self.pool.chat_api.remote()
-        return PoolClient(self.pool, chat_api=self.chat_api)
+        return PoolClient(self.pool)
 
     async def run(self, req: EpisodeRequest) -> Trajectory:
         if req.driver == "oracle":

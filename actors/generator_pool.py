@@ -13,9 +13,9 @@ front of N of them:
 - busy fraction per generator (time with at least one request in flight / wall time), the number
   the async-vs-sync benchmark reports.
 
-Token backends serve `generate` (ids in, ids out). A chat backend (`openai`) serves
-`generate_chat(messages, tools, sampling)` instead, routed the same way; `PoolClient(chat_api=True)`
-makes the agent loop send it messages, and it never loads weights (its version stays 0).
+Every backend serves `generate(prompt, sampling)` (rollout/generators/base.py): token backends read
+the prompt's ids, a chat backend (`openai`) its messages and tools; the agent loop does not know
+which it talks to. A chat backend never loads weights (its version stays 0).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ import ray
 
 from rollout.weights.base import WeightTransferError, make_receiver
 from schema.config import API_PREFIX, GeneratorSpec, WeightTransportConfig
-from schema.records import Generation, SamplingParams, WeightUpdate
+from schema.records import Generation, Prompt, SamplingParams, WeightUpdate
 
 log = logging.getLogger(__name__)
 
@@ -91,12 +91,8 @@ class GeneratorActor:
         self.backend = build_backend(spec, model)
         self._receivers: dict[str, Any] = {}  # by transport kind: a collective's keeps its group
 
-    async def generate(self, prompt_token_ids: list[int], sampling: SamplingParams) -> Generation:
-        return await self.backend.generate(prompt_token_ids, sampling)
-
-    async def generate_chat(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
-                            sampling: SamplingParams) -> tuple[str, str]:
-        return await self.backend.generate_chat(messages, tools, sampling)
+    async def generate(self, prompt: Prompt, sampling: SamplingParams) -> Generation:
+        return await self.backend.generate(prompt, sampling)
 
     async def receive_weights(self, update: WeightUpdate, rank: int) -> int:
         """Take part in one weight update (rollout/weights/): fetch it from the object store, or join
@@ -196,8 +192,8 @@ class GeneratorPool:
                 raise r
         return sum(s.alive for s in self.slots)
 
-    async def chat_api(self) -> bool:
-        """Whether clients must send messages (`generate_chat`) rather than token ids."""
+    def _serves_api_model(self) -> bool:
+        """An API model (a chat backend): nothing to load, its weights are not ours."""
         return self.spec.backend in CHAT_BACKENDS
 
     def _pick(self) -> int:
@@ -206,12 +202,8 @@ class GeneratorPool:
             raise RuntimeError("no generator is alive")
         return min(alive, key=lambda i: self.slots[i].in_flight)
 
-    async def generate(self, prompt_token_ids: list[int], sampling: SamplingParams) -> Generation:
-        return await self._route("generate", prompt_token_ids, sampling)
-
-    async def generate_chat(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
-                            sampling: SamplingParams) -> tuple[str, str]:
-        return await self._route("generate_chat", messages, tools, sampling)
+    async def generate(self, prompt: Prompt, sampling: SamplingParams) -> Generation:
+        return await self._route("generate", prompt, sampling)
 
     async def _route(self, method: str, *args: Any) -> Any:
         """To the least-loaded live generator; retried elsewhere only when that generator died (a
@@ -290,7 +282,7 @@ class GeneratorPool:
         """The learner's current weights to every live generator, by `transport` (rollout/weights/);
         the learner is kept as the source for replacements. Returns the version they now serve; a
         generator that failed its part is replaced (and gets this version before it is routed to)."""
-        if await self.chat_api():
+        if self._serves_api_model():
             return self.version  # an API model: nothing to load, its version stays 0
         self.source, self.transport = learner, transport
         async with self._weights_lock:
@@ -378,12 +370,10 @@ class GeneratorPool:
 
 
 class PoolClient:
-    """The Generator interface over a GeneratorPool actor, for the agent loop in env workers.
-    `chat_api` (the pool's `chat_api()`) makes the loop call `generate_chat` with the messages."""
+    """The Generator interface over a GeneratorPool actor, for the agent loop in env workers."""
 
-    def __init__(self, pool: Any, chat_api: bool = False):
+    def __init__(self, pool: Any):
         self.pool = pool
-        self.chat_api = chat_api
         self.policy_version = 0
         self.last_error = ""  # why the last request failed (the episode only records generator_error)
 
@@ -396,14 +386,10 @@ class PoolClient:
             self.last_error = str(_cause(exc))
             raise GeneratorError(f"generator pool failed: {self.last_error}") from exc
 
-    async def generate(self, prompt_token_ids: list[int], sampling: SamplingParams) -> Generation:
-        gen = await self._call("generate", prompt_token_ids, sampling)
+    async def generate(self, prompt: Prompt, sampling: SamplingParams) -> Generation:
+        gen = await self._call("generate", prompt, sampling)
         self.policy_version = gen.policy_version
         return gen
-
-    async def generate_chat(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
-                            sampling: SamplingParams) -> tuple[str, str]:
-        return await self._call("generate_chat", messages, tools, sampling)
 
     async def load_weights(self, version: int, weights: dict[str, Any]) -> None:
         raise NotImplementedError("weights are loaded through the pool, not through a client")

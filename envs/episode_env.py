@@ -135,6 +135,13 @@ class LiveStates(Generic[T]):
                                  str(state) if isinstance(state, Path) else state.env_root)
 
 
+class OneStep:
+    """`next_instruction` of a single-step environment (the episode ends at its answer)."""
+
+    async def next_instruction(self, episode: Episode, answer: str) -> str | None:
+        return None
+
+
 class EpisodeEnv(Protocol):
     @property
     def ref(self) -> EnvRef:
@@ -162,4 +169,9 @@ class EpisodeEnv(Protocol):
 
     def judge_shipped(self, state: bytes, answer: str) -> Verdict:
         """The verdict of a snapshot: restored in a fresh folder, judged within judge_timeout_s."""
+        ...
+
+    async def next_instruction(self, episode: Episode, answer: str) -> str | None:
+        """After an answer: the next instruction of a multi-step task, or None (the episode ends:
+        every single-step environment)."""
         ...

@@ -10,9 +10,8 @@ Figure 3; context and tool-output tokens against scale; pass@k; program structur
 when enabled. The metrics are defined in launch/eval_report.py.
 
 API models (`openai:NAME`, any OpenAI-compatible chat endpoint) run on the same fabric: the pool
-serves them with its openai backend (`generate_chat`: messages in, Hermes text out), env workers
-tokenise their replies with the project tokenizer (zero log-probs; never trained on), and the same
-judges score them. The endpoint and the name of the variable holding its key come from
+serves them with its openai backend (the prompt's messages in, Hermes text out, tokenised with the
+project tokenizer, zero log-probs: never trained on), and the same judges score them. The endpoint and the name of the variable holding its key come from
 `fabric.generator` (a key never goes in a config):
 
     OPENAI_API_KEY=... progagent eval sweep.models=[openai:NAME,runs/x/hf] \

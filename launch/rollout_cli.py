@@ -54,7 +54,7 @@ async def collect(args: argparse.Namespace) -> int:
     if teacher.startswith("openai:"):
         from rollout.generators.openai_backend import OpenAIGenerator
 
-        generator = OpenAIGenerator(teacher.split(":", 1)[1], base_url=args.base_url)
+        generator = OpenAIGenerator(teacher.split(":", 1)[1], base_url=args.base_url, tokenizer=renderer.tok)
     cache = EnvironmentCache()
     kept = total = 0
     out = Path(args.out)

@@ -28,7 +28,7 @@ from rollout.harness import Harness
 from rollout.parser import ParsedTurn, parse_turn, strip_think
 from rollout.program_features import FEATURES, program_features
 from schema.config import LoopLimits
-from schema.records import Generation, SamplingParams, Trajectory, Turn
+from schema.records import Generation, Prompt, SamplingParams, Trajectory, Turn
 
 
 class ChatRenderer:
@@ -102,19 +102,6 @@ def _metrics(turns: list[Turn], programs: list[str]) -> dict[str, float]:
     return m
 
 
-async def _generate(generator: Generator, renderer: ChatRenderer, ids: list[int], messages: list[dict[str, Any]],
-                    specs: list[dict[str, Any]], sampling: SamplingParams) -> Generation:
-    """Token backends get the exact ids; chat backends (API models) get the messages, and their text
-    reply is tokenised with the project tokenizer (zero log-probs: never used for RL updates)."""
-    if getattr(generator, "chat_api", False):
-        text, finish = await generator.generate_chat(messages, specs, sampling)
-        new = renderer.encode(text)[: sampling.max_new_tokens - 1]
-        end = renderer.tok.convert_tokens_to_ids(renderer.end_text)
-        return Generation(token_ids=new + [end] if finish == "stop" else new, logprobs=[0.0] * (len(new) + (finish == "stop")),
-                          finish_reason=finish, policy_version=generator.policy_version)
-    return await generator.generate(list(ids), sampling)
-
-
 class _Run:
     """One episode's loop, as verl's tool agent loop is written: explicit states, each a short method.
 
@@ -164,8 +151,8 @@ class _Run:
             return None
         t0 = time.perf_counter()
         try:
-            gen = await _generate(self.generator, self.renderer, self.ids, self.messages, self.specs,
-                                  msgspec.structs.replace(self.sampling, max_new_tokens=budget))
+            gen = await self.generator.generate(Prompt(list(self.ids), list(self.messages), self.specs),
+                                                msgspec.structs.replace(self.sampling, max_new_tokens=budget))
             generate_s = time.perf_counter() - t0
         except GeneratorError:
             self.termination = "generator_error"

@@ -31,6 +31,7 @@ import msgspec
 from envs.episode_env import SNAPSHOT_TIMEOUT_S, EpisodeEnv, StateRefused
 from envs.runtime.episode import Episode, Runtime
 from rollout.agent_loop import ChatRenderer, run_agent
+from rollout.generators.base import Generator
 from rollout.harness import Harness
 from schema.config import LoopLimits
 from schema.records import EnvRef, SamplingParams, Trajectory, Verdict, judged
@@ -86,7 +87,8 @@ def _least(*values: float | None) -> float | None:
     return min(given) if given else None
 
 
-async def run_episode(env: EpisodeEnv, runtime: Runtime, generator: Any, renderer: ChatRenderer, harness: str, *,
+async def run_episode(env: EpisodeEnv, runtime: Runtime, generator: Generator | Callable[[Episode], Generator],
+                      renderer: ChatRenderer, harness: str, *,
                       group_id: str = "", sample_idx: int = 0, limits: LoopLimits | None = None,
                       sampling: SamplingParams | None = None, judge: Judging | None = None) -> Trajectory:
     """One judged episode (module docstring). `generator` is a Generator, or a callable that makes one
@@ -102,14 +104,13 @@ async def run_episode(env: EpisodeEnv, runtime: Runtime, generator: Any, rendere
     t0 = time.monotonic()
     episode = await env.open(runtime)
     try:
-        if callable(generator) and not hasattr(generator, "generate"):
+        if not isinstance(generator, Generator):  # made from the open episode (the oracle reads its kernel)
             generator = generator(episode)
-        following = getattr(env, "next_instruction", None)  # a multi-step environment's next step
         traj = await run_agent(generator, renderer, episode, tools, env.instruction, task_id=env.ref.task_id,
                                scale=env.ref.scale, group_id=group_id or f"{env.ref.task_id}-{env.ref.scale}",
                                sample_idx=sample_idx, limits=msgspec.structs.replace(limits, max_turns=turns),
                                sampling=sampling, deadline=deadline,
-                               followup=(lambda answer: following(episode, answer)) if following else None)
+                               followup=lambda answer: env.next_instruction(episode, answer))
         await episode.stop()
         final = await judge.final(env, episode, traj.final_answer)
     finally:

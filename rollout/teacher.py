@@ -23,7 +23,7 @@ from rollout.agent_loop import ChatRenderer
 from rollout.episode import run_episode
 from rollout.generators.scripted import ScriptedGenerator
 from schema.config import LoopLimits
-from schema.records import SamplingParams, Trajectory
+from schema.records import Generation, Prompt, SamplingParams, Trajectory
 
 READ_ANSWER = "print(final_answer)"
 
@@ -32,7 +32,7 @@ def call_text(name: str, arguments: dict[str, Any]) -> str:
     return "<tool_call>\n" + json.dumps({"name": name, "arguments": arguments}) + "\n</tool_call>"
 
 
-class _AnswerAfterScript(ScriptedGenerator):
+class OracleGenerator(ScriptedGenerator):
     """Replays tool calls, then answers with the kernel's `final_answer` (read without a turn)."""
 
     def __init__(self, tokenizer: Any, replies: list[str], episode: Episode, answer: str | None = None):
@@ -40,13 +40,13 @@ class _AnswerAfterScript(ScriptedGenerator):
         self.episode = episode
         self.answer = answer
 
-    async def generate(self, prompt_token_ids, sampling):
+    async def generate(self, prompt: Prompt, sampling: SamplingParams) -> Generation:
         if not self.replies:
             if self.answer is None:
                 result = await self.episode.run_program(READ_ANSWER)
                 self.answer = result.text if not result.is_error else ""
             self.replies.append(self.answer)
-        return await super().generate(prompt_token_ids, sampling)
+        return await super().generate(prompt, sampling)
 
 
 async def oracle_trajectory(runtime: Runtime, env: LibraryTaskEnv, harness: str, renderer: ChatRenderer,
@@ -71,7 +71,7 @@ async def oracle_trajectory(runtime: Runtime, env: LibraryTaskEnv, harness: str,
         replies = [call_text("programmatic_tool_call", {"code": cell}) for cell in cells]
     # the oracle's cells are not the model's: the task's own turn limit does not apply to them
     env = _without_turn_limit(env)
-    return await run_episode(env, runtime, lambda episode: _AnswerAfterScript(renderer.tok, replies, episode, answer),
+    return await run_episode(env, runtime, lambda episode: OracleGenerator(renderer.tok, replies, episode, answer),
                              renderer, harness, limits=limits,
                              sampling=SamplingParams(temperature=1.0, max_new_tokens=limits.max_new_tokens),
                              group_id=group_id or f"oracle-{env.task.id}-{env.scale}", sample_idx=sample_idx)

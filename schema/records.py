@@ -28,6 +28,17 @@ class SamplingParams(msgspec.Struct, frozen=True):
     stop_token_ids: list[int] = []
 
 
+class Prompt(msgspec.Struct, frozen=True):
+    """What a generator is asked to continue: the exact token ids of the conversation so far (what a
+    token generator samples after, and what the trajectory trains on) and the same conversation as
+    chat messages with the tool schemas (what a chat-API generator sends). Each backend reads what it
+    needs, so one contract serves both (rollout/generators/base.py)."""
+
+    token_ids: list[int]
+    messages: list[dict[str, Any]] = []
+    tools: list[dict[str, Any]] = []
+
+
 class Generation(msgspec.Struct):
     token_ids: list[int]
     logprobs: list[float]  # behaviour log-prob of each generated token under the sampling distribution

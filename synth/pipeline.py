@@ -308,8 +308,9 @@ class Pipeline:
 
         runtime, cache, runner = await self._env()
         spec = self.cfg.models.for_stage("audit")
-        gen = OpenAIGenerator(spec.model, client=self.llm.client(spec))
-        res = await checks.audit(runtime, load_task(folder, runner=runner), cache, await self._audit_renderer(), gen,
+        renderer = await self._audit_renderer()
+        gen = OpenAIGenerator(spec.model, client=self.llm.client(spec), tokenizer=renderer.tok)
+        res = await checks.audit(runtime, load_task(folder, runner=runner), cache, renderer, gen,
                                  self.cfg.audit, 1.0 if spec.temperature is None else spec.temperature)
         if res["solver"]["termination"] == "generator_error":
             raise RuntimeError(f"the audit model's endpoint failed ({spec.model})")

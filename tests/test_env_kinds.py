@@ -13,7 +13,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from envs.episode_env import EnvLimits, restore, snapshot
+from envs.episode_env import EnvLimits, OneStep, restore, snapshot
 from envs.kinds import ListContext, LoadContext, kind_named, kinds, load_env, register, unregister
 from envs.sources import check_trainable, resolve_sources
 from schema.config import SourceSpec
@@ -43,7 +43,7 @@ class ToyArgs(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     b: int = 25
 
 
-class ToyEnv:
+class ToyEnv(OneStep):
     """The episode contract (envs/episode_env.EpisodeEnv) in forty lines: an in-process MCP server with
     one tool that records each sum in the episode's folder, the folder shipped to a judge, a verdict
     that needs both the recorded sum and the answer."""

@@ -18,7 +18,7 @@ from envs.harbor.task import HarborTaskError, load_harbor_task
 from rollout.agent_loop import ChatRenderer
 from rollout.episode import run_episode
 from rollout.generators.scripted import ScriptedGenerator
-from rollout.teacher import _AnswerAfterScript, call_text
+from rollout.teacher import OracleGenerator, call_text
 from rollout.tiny_model import project_tokenizer
 from schema.config import LoopLimits
 
@@ -76,7 +76,7 @@ async def test_library_task_round_trip(task_id, tmp_path, runtime, renderer):
     # a replayed model whose programs are the exported oracle, through the PTC harness
     cells = split_cells((exported / "solution" / "oracle.py").read_text())
     solved = await harbor_trajectory(runtime, task, "ptc", renderer,
-                                     lambda ep: _AnswerAfterScript(renderer.tok, [program(c) for c in cells], ep),
+                                     lambda ep: OracleGenerator(renderer.tok, [program(c) for c in cells], ep),
                                      limits=LIMITS)
     assert solved.termination == "answer" and solved.verifier_error is None
     assert solved.reward == 1.0 and solved.score == 1.0

@@ -30,7 +30,8 @@ def replay_client(responses: list[dict], seen: list[dict]) -> AsyncOpenAI:
 async def test_api_teacher_through_runtime(renderer, runtime, cache):  # noqa: F811
     record = json.loads(FIXTURE.read_text())
     seen: list[dict] = []
-    gen = OpenAIGenerator("teacher-model-2026-10", client=replay_client(record["responses"], seen))
+    gen = OpenAIGenerator("teacher-model-2026-10", client=replay_client(record["responses"], seen),
+                          tokenizer=renderer.tok)
     task = get_task(record["task"])
     traj = await run_episode(LibraryTaskEnv(task, record["scale"], cache), runtime, gen, renderer, record["harness"])
     assert traj.termination == "answer" and traj.reward == 1.0, (traj.criteria, traj.final_answer)

@@ -24,7 +24,7 @@ from schema.config import (
     TrainConfig,
     WeightTransportConfig,
 )
-from schema.records import EpisodeRequest, SamplingParams
+from schema.records import EpisodeRequest, Prompt, SamplingParams
 from tests.test_openai_teacher import FIXTURE
 
 MODEL = "openai:teacher-model-2026-10"
@@ -125,9 +125,9 @@ async def test_endpoint_failures_end_the_episode_not_the_worker(api_fabric, tmp_
     assert traj.termination == "generator_error"
     error = (await pool.stats.remote())["last_error"]
     assert "not a chat completion (JSONDecodeError" in error and "an OpenAI-compatible /v1" in error, error
-    client = PoolClient(pool, chat_api=True)  # env workers log the endpoint's message, not Ray's traceback
+    client = PoolClient(pool)  # env workers log the endpoint's message, not Ray's traceback
     with pytest.raises(GeneratorError, match=r"^generator pool failed: OpenAI-compatible endpoint .*JSON"):
-        await client.generate_chat([{"role": "user", "content": "hi"}], [], SamplingParams())
+        await client.generate(Prompt([], [{"role": "user", "content": "hi"}]), SamplingParams())
 
     # in a sweep such rollouts are failed jobs, never cached as the model's score
     cache = RolloutCache(tmp_path / "rollouts.jsonl", "settings")

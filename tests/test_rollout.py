@@ -17,7 +17,7 @@ from rollout.program_features import program_features
 from rollout.teacher import call_text, oracle_trajectory
 from rollout.tiny_model import build_tiny
 from schema.config import LoopLimits
-from schema.records import SamplingParams
+from schema.records import Prompt, SamplingParams
 
 TASK = "retail_clearance_markdown"
 
@@ -105,9 +105,9 @@ async def test_concurrent_requests_decode_as_one_batch_with_their_own_seeds(tiny
     gen = HFGenerator(tiny_path)
     prompts = [[5, 6, 7], list(range(20, 60)), [9] * 15]
     params = [SamplingParams(temperature=1.0, max_new_tokens=n, seed=i) for i, n in enumerate((30, 12, 30))]
-    alone = [await gen.generate(p, s) for p, s in zip(prompts, params, strict=True)]
+    alone = [await gen.generate(Prompt(p), s) for p, s in zip(prompts, params, strict=True)]
     before = gen.batches
-    together = await asyncio.gather(*(gen.generate(p, s) for p, s in zip(prompts, params, strict=True)))
+    together = await asyncio.gather(*(gen.generate(Prompt(p), s) for p, s in zip(prompts, params, strict=True)))
     assert gen.batches - before < len(prompts)  # at least two requests shared a forward pass
     for p, s, a, b in zip(prompts, params, alone, together, strict=True):
         assert a.token_ids == b.token_ids and len(a.token_ids) <= s.max_new_tokens
@@ -115,7 +115,7 @@ async def test_concurrent_requests_decode_as_one_batch_with_their_own_seeds(tiny
         forced = forced_logprobs(gen.model, p, b.token_ids, 1.0)
         assert max(abs(x - y) for x, y in zip(b.logprobs, forced, strict=True)) < 1e-4
     greedy = SamplingParams(temperature=0.0, max_new_tokens=10)
-    g1, g2 = await asyncio.gather(gen.generate(prompts[0], greedy), gen.generate(prompts[0], greedy))
+    g1, g2 = await asyncio.gather(gen.generate(Prompt(prompts[0]), greedy), gen.generate(Prompt(prompts[0]), greedy))
     assert g1.token_ids == g2.token_ids
 
 

@@ -12,7 +12,7 @@ from tests.conftest import ROOT
 
 HEAD = '''
 from rollout.generators.base import Generator
-from schema.records import Generation, SamplingParams
+from schema.records import Generation, Prompt, SamplingParams
 '''
 
 WRONG = HEAD + '''
@@ -33,7 +33,7 @@ class TextGenerator:  # takes text, not token ids, and generates synchronously
 class NoClose:
     policy_version: int = 0
 
-    async def generate(self, prompt_token_ids: list[int], sampling: SamplingParams) -> Generation:
+    async def generate(self, prompt: Prompt, sampling: SamplingParams) -> Generation:
         raise NotImplementedError
 
     async def load_weights(self, version: int, weights: dict) -> None:
@@ -49,7 +49,7 @@ RIGHT = HEAD + '''
 class TokenGenerator:
     policy_version: int = 0
 
-    async def generate(self, prompt_token_ids: list[int], sampling: SamplingParams) -> Generation:
+    async def generate(self, prompt: Prompt, sampling: SamplingParams) -> Generation:
         raise NotImplementedError
 
     async def load_weights(self, version: int, weights: dict) -> None:

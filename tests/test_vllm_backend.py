@@ -19,7 +19,7 @@ from rollout.generators.vllm_backend import VLLMGenerator  # noqa: E402
 from rollout.harness import Harness  # noqa: E402
 from rollout.weights.collective import CollectiveSender  # noqa: E402
 from schema.config import LoopLimits, WeightTransportConfig  # noqa: E402
-from schema.records import SamplingParams  # noqa: E402
+from schema.records import Prompt, SamplingParams  # noqa: E402
 from tests.test_rollout import TASK, assert_aligned, cache, renderer, tiny_path, tokenizer  # noqa: E402,F401
 
 pytestmark = pytest.mark.vllm
@@ -56,7 +56,7 @@ async def test_vllm_and_transformers_give_the_same_trajectory_structure(tiny_pat
         # versioned weight loading reaches the engine's workers
         zero = {k: torch.zeros_like(v) for k, v in hgen.model.state_dict().items()}
         await vgen.load_weights(7, zero)
-        out = await vgen.generate(list(range(5, 40)), SamplingParams(temperature=1.0, max_new_tokens=4, seed=0))
+        out = await vgen.generate(Prompt(list(range(5, 40))), SamplingParams(temperature=1.0, max_new_tokens=4, seed=0))
         uniform = -torch.log(torch.tensor(float(hgen.model.config.vocab_size))).item()
         assert out.policy_version == 7 and all(abs(lp - uniform) < 1e-3 for lp in out.logprobs)
 
@@ -68,7 +68,7 @@ async def test_vllm_and_transformers_give_the_same_trajectory_structure(tiny_pat
         assert len(update.buckets) > 1
         await asyncio.gather(asyncio.to_thread(sender.send, update), vgen.receive_weights(update, 1))
         prompt = list(range(5, 40))
-        out = await vgen.generate(prompt, SamplingParams(temperature=1.0, max_new_tokens=6, seed=1))
+        out = await vgen.generate(Prompt(prompt), SamplingParams(temperature=1.0, max_new_tokens=6, seed=1))
         hgen.model.load_state_dict(half)
         ids = torch.tensor([prompt + out.token_ids])
         with torch.no_grad():

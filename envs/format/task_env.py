@@ -47,7 +47,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from envs.episode_env import MAX_STATE_BYTES, EnvLimits, restore, snapshot
+from envs.episode_env import MAX_STATE_BYTES, EnvLimits, OneStep, restore, snapshot
 from envs.format.kind import TaskRef
 from envs.format.library import Task, copy_environment
 from envs.runtime.sandbox import TASK_CODE, isolation_argv, launch_argv, python_binds, setenv_argv
@@ -255,7 +255,7 @@ def _judge_restored(task: Task, scale: str, state: bytes, answer: str, cache: En
         return judge(task, scale, restore_state(state, Path(tmp) / "final"), answer, cache)
 
 
-class LibraryTaskEnv:
+class LibraryTaskEnv(OneStep):
     """A task of a task library at one scale, as an episode environment (envs/episode_env.py): the
     built environment copied into the episode, the task's tools served by its transport, verify.py
     as the judge (in a forked child with a deadline for shipped states)."""

@@ -3,9 +3,8 @@ checked statically: the type check of `.ci/run` (mypy, `[tool.mypy]` in pyprojec
 module; nothing imports it at run time. A backend whose methods drift from the Protocol (another
 signature, a sync `generate`, a missing `close`) fails the suite here, not in a run.
 
-The chat-API backend (openai_backend.OpenAIGenerator) is left out on purpose: it has the methods,
-but its `generate` raises (it answers `generate_chat`), so passing this check would say nothing
-true; it gets its own contract with the chat-API adapter."""
+The token backends, the chat-API backend (it reads the prompt's messages: one contract, no flag)
+and the oracle's script (rollout/teacher.OracleGenerator) alike."""
 
 from __future__ import annotations
 
@@ -14,10 +13,12 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from rollout.generators.base import Generator
     from rollout.generators.hf import HFGenerator
+    from rollout.generators.openai_backend import OpenAIGenerator
     from rollout.generators.replay import ReplayGenerator
     from rollout.generators.scripted import ScriptedGenerator
     from rollout.generators.vllm_backend import VLLMGenerator
+    from rollout.teacher import OracleGenerator
 
-    def token_generators(hf: HFGenerator, vllm: VLLMGenerator, replay: ReplayGenerator,
-                         scripted: ScriptedGenerator) -> list[Generator]:
-        return [hf, vllm, replay, scripted]
+    def generators(hf: HFGenerator, vllm: VLLMGenerator, replay: ReplayGenerator, scripted: ScriptedGenerator,
+                   api: OpenAIGenerator, oracle: OracleGenerator) -> list[Generator]:
+        return [hf, vllm, replay, scripted, api, oracle]

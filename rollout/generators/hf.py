@@ -18,7 +18,7 @@ from typing import Any
 import torch
 
 from rollout.generators.base import GeneratorError
-from schema.records import Generation, SamplingParams
+from schema.records import Generation, Prompt, SamplingParams
 
 
 def _sample(logp: torch.Tensor, sampling: SamplingParams, gen: torch.Generator) -> int:
@@ -120,11 +120,11 @@ class HFGenerator:
                 if not fut.done():
                     fut.set_result(gen)
 
-    async def generate(self, prompt_token_ids: list[int], sampling: SamplingParams) -> Generation:
-        if not prompt_token_ids:
+    async def generate(self, prompt: Prompt, sampling: SamplingParams) -> Generation:
+        if not prompt.token_ids:
             raise GeneratorError("transformers generate failed: empty prompt")
         fut = asyncio.get_running_loop().create_future()
-        self._queue.append((list(prompt_token_ids), sampling, fut))
+        self._queue.append((list(prompt.token_ids), sampling, fut))
         if self._server is None or self._server.done():
             self._server = asyncio.create_task(self._serve())
         return await fut

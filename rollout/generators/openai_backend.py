@@ -16,7 +16,7 @@ from typing import Any, cast
 
 from rollout.generators.base import GeneratorError
 from rollout.parser import _BLOCK
-from schema.records import SamplingParams
+from schema.records import Generation, Prompt, SamplingParams
 
 
 def to_api_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -75,13 +75,17 @@ def to_hermes_text(message: Any) -> str:
 
 
 class OpenAIGenerator:
-    chat_api = True
+    """A chat-API model as a generator: `prompt.messages` and `prompt.tools` to an OpenAI-compatible
+    endpoint, its reply (content and tool calls, as Hermes text) tokenised with `tokenizer` (the
+    project tokenizer when None: what the env workers render with), zero log-probs."""
 
     def __init__(self, model: str, base_url: str | None = None, api_key: str | None = None, client: Any = None,
-                 max_retries: int = 3, timeout_s: float = 300.0, api_key_env: str = "OPENAI_API_KEY"):
+                 max_retries: int = 3, timeout_s: float = 300.0, api_key_env: str = "OPENAI_API_KEY",
+                 tokenizer: Any = None):
         from openai import AsyncOpenAI
 
         self.model = model
+        self.tokenizer = tokenizer
         self.api_key_env = api_key_env
         self.client = client or AsyncOpenAI(base_url=base_url or os.environ.get("OPENAI_BASE_URL"),
                                             api_key=api_key or os.environ.get(api_key_env) or "EMPTY",
@@ -134,8 +138,23 @@ class OpenAIGenerator:
             return f"the server failed after {retries} retries: see its logs"
         return "the endpoint rejected the request"
 
-    async def generate(self, prompt_token_ids: list[int], sampling: SamplingParams):
-        raise GeneratorError("the openai backend is text-in/text-out: the agent loop calls generate_chat")
+    def _tokenizer(self) -> Any:
+        if self.tokenizer is None:
+            from rollout.tiny_model import project_tokenizer
+
+            self.tokenizer = project_tokenizer()
+        return self.tokenizer
+
+    async def generate(self, prompt: Prompt, sampling: SamplingParams) -> Generation:
+        """The reply to `prompt.messages`, as the ids the trajectory records: the text's tokens, then the
+        end-of-turn token when the model stopped (cut to `max_new_tokens`)."""
+        text, finish = await self.generate_chat(prompt.messages, prompt.tools, sampling)
+        tok = self._tokenizer()
+        ids = tok.encode(text, add_special_tokens=False)[: max(0, sampling.max_new_tokens - 1)]
+        if finish == "stop":
+            ids.append(tok.eos_token_id)
+        return Generation(token_ids=ids, logprobs=[0.0] * len(ids), finish_reason=finish,
+                          policy_version=self.policy_version)
 
     async def load_weights(self, version: int, weights: dict[str, Any]) -> None:
         raise GeneratorError("an API model cannot load weights: the openai backend is never used for RL updates")

@@ -20,7 +20,7 @@ from typing import Any
 import torch
 
 from rollout.generators.scripted import forced_logprobs
-from schema.records import Generation, SamplingParams
+from schema.records import Generation, Prompt, SamplingParams
 
 
 class ReplayGenerator:
@@ -58,8 +58,8 @@ class ReplayGenerator:
         finish = "stop" if reply[-1] == self.end_id else "length"
         return Generation(token_ids=reply, logprobs=lps, finish_reason=finish, policy_version=self.policy_version)
 
-    async def generate(self, prompt_token_ids: list[int], sampling: SamplingParams) -> Generation:
-        return await asyncio.to_thread(self._generate, list(prompt_token_ids), sampling)
+    async def generate(self, prompt: Prompt, sampling: SamplingParams) -> Generation:
+        return await asyncio.to_thread(self._generate, list(prompt.token_ids), sampling)
 
     async def load_weights(self, version: int, weights: dict[str, Any]) -> None:
         def load() -> None:

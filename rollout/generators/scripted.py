@@ -13,7 +13,7 @@ from typing import Any
 import torch
 
 from rollout.generators.base import GeneratorError
-from schema.records import Generation, SamplingParams
+from schema.records import Generation, Prompt, SamplingParams
 
 
 def forced_logprobs(model: Any, prompt: list[int], reply: list[int], temperature: float) -> list[float]:
@@ -32,7 +32,7 @@ class ScriptedGenerator:
         self.policy_version = 0
         self.end_id = tokenizer.convert_tokens_to_ids("<|im_end|>")
 
-    async def generate(self, prompt_token_ids: list[int], sampling: SamplingParams) -> Generation:
+    async def generate(self, prompt: Prompt, sampling: SamplingParams) -> Generation:
         if not self.replies:
             raise GeneratorError("the script has no more replies")
         ids = self.tokenizer.encode(self.replies.pop(0), add_special_tokens=False) + [self.end_id]
@@ -41,7 +41,7 @@ class ScriptedGenerator:
             ids, finish = ids[: sampling.max_new_tokens], "length"
         logprobs = [0.0] * len(ids)
         if self.scorer is not None:
-            logprobs = forced_logprobs(self.scorer.model, prompt_token_ids, ids, sampling.temperature)
+            logprobs = forced_logprobs(self.scorer.model, prompt.token_ids, ids, sampling.temperature)
         return Generation(token_ids=ids, logprobs=logprobs, finish_reason=finish, policy_version=self.policy_version)
 
     async def load_weights(self, version: int, weights: dict[str, Any]) -> None:

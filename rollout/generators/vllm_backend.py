@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from rollout.generators.base import GeneratorError
-from schema.records import Generation, SamplingParams
+from schema.records import Generation, Prompt, SamplingParams
 
 #: how often the engine is asked whether a weight update being received beside serving has arrived
 STAGE_POLL_S = 0.02
@@ -141,7 +141,7 @@ class VLLMGenerator:
                 self.engine = AsyncLLM.from_engine_args(AsyncEngineArgs(**self.args))
         return self
 
-    async def generate(self, prompt_token_ids: list[int], sampling: SamplingParams) -> Generation:
+    async def generate(self, prompt: Prompt, sampling: SamplingParams) -> Generation:
         from vllm import SamplingParams as VSampling
         from vllm.inputs import TokensPrompt
 
@@ -154,7 +154,7 @@ class VLLMGenerator:
         version = self.policy_version
         final = None
         try:
-            async for out in self.engine.generate(TokensPrompt(prompt_token_ids=list(prompt_token_ids)), params,
+            async for out in self.engine.generate(TokensPrompt(prompt_token_ids=list(prompt.token_ids)), params,
                                                   request_id=uuid.uuid4().hex):
                 final = out
         except Exception as exc:  # noqa: BLE001

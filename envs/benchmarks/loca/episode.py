@@ -53,7 +53,7 @@ from envs.benchmarks.loca.checkout import LocaCheckout, LocaError
 from envs.benchmarks.loca.kind import LocaRef
 from envs.benchmarks.process import JsonLineProcess, ProcessFailed
 from envs.benchmarks.sandbox import interpreter, sandbox_options, sandboxed
-from envs.episode_env import EnvLimits, LiveStates
+from envs.episode_env import EnvLimits, LiveStates, OneStep
 from envs.runtime import untrusted_fs
 from envs.runtime.episode import Episode, EpisodeState, Runtime
 from envs.runtime.sandbox import BWRAP_ENV
@@ -206,7 +206,7 @@ class LocaState:
         await asyncio.to_thread(untrusted_fs.remove_tree, self.work)
 
 
-class LocaTaskEnv:
+class LocaTaskEnv(OneStep):
     """A LOCA-bench configuration as an episode environment (module docstring)."""
 
     judged_in_place = True

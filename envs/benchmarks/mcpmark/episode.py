@@ -23,7 +23,7 @@ from envs.benchmarks.mcpmark.checkout import MCPMarkCheckout
 from envs.benchmarks.mcpmark.kind import MCPMarkRef
 from envs.benchmarks.process import run_once
 from envs.benchmarks.sandbox import interpreter, sandbox_options, sandboxed
-from envs.episode_env import EnvLimits, LiveStates, StateRefused, restore, snapshot
+from envs.episode_env import EnvLimits, LiveStates, OneStep, StateRefused, restore, snapshot
 from envs.runtime import untrusted_fs
 from envs.runtime.episode import Episode, EpisodeState, Runtime
 from envs.runtime.sandbox import BWRAP_ENV
@@ -36,7 +36,7 @@ JUDGE_TIMEOUT_S = 300.0  # MCPMark's verify timeout
 SERVER = {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem"]}
 
 
-class MCPMarkTaskEnv:
+class MCPMarkTaskEnv(OneStep):
     judged_in_place = False
 
     def __init__(self, ref: MCPMarkRef, judge_timeout_s: float | None = None):

@@ -48,7 +48,7 @@ from envs.benchmarks.process import run_once
 from envs.benchmarks.sandbox import interpreter, sandbox_options, sandboxed
 from envs.benchmarks.toolathlon.checkout import PROVIDED_TOOLS, ToolathlonCheckout, ToolathlonError
 from envs.benchmarks.toolathlon.kind import ToolathlonRef
-from envs.episode_env import EnvLimits, LiveStates, StateRefused, restore, snapshot
+from envs.episode_env import EnvLimits, LiveStates, OneStep, StateRefused, restore, snapshot
 from envs.runtime import untrusted_fs
 from envs.runtime.episode import Episode, EpisodeState, Runtime
 from envs.runtime.sandbox import BWRAP_ENV
@@ -73,7 +73,7 @@ def launch_time_now() -> str:
     return datetime.datetime.now().strftime("%Y-%m-%d %H:%M:%S %A")
 
 
-class ToolathlonTaskEnv:
+class ToolathlonTaskEnv(OneStep):
     judged_in_place = False  # the evaluator needs the workspace and the launch time only: shipped
 
     def __init__(self, ref: ToolathlonRef, judge_timeout_s: float | None = None):
