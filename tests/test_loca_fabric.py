@@ -62,8 +62,8 @@ def test_a_sweep_runs_loca_presets_as_scales_on_the_fabric(ray_session, tmp_path
 @needs_npm
 def test_a_loca_source_trains_and_an_env_worker_killed_mid_step_reruns_its_live_episodes(ray_session, tmp_path):
     """LOCA is judged in place: the state lives with the env worker that generated it. Killed while
-    step 2's episodes run on it, the worker's episodes run again (counted) on the others and step 2
-    completes with every group."""
+    step 2's episodes run on it, the worker's episodes run again (counted) on its replacement and
+    step 2 completes with every group."""
     import asyncio
     import time
 
@@ -78,7 +78,7 @@ def test_a_loca_source_trains_and_an_env_worker_killed_mid_step_reruns_its_live_
         if step != 1:
             return
         deadline = time.time() + 60
-        while len(fabric.scheduler._running) < 3 and time.time() < deadline:  # both workers hold episodes
+        while not fabric.scheduler._running and time.time() < deadline:  # step 2's episodes are on the worker
             await asyncio.sleep(0.05)
         seen["running"] = len(fabric.scheduler._running)
         seen["reruns"] = fabric.scheduler.counters["reruns_worker_died"]
@@ -87,8 +87,8 @@ def test_a_loca_source_trains_and_an_env_worker_killed_mid_step_reruns_its_live_
     cfg = load_config(None, [
         "wandb.mode=disabled", "fabric.generator.backend=replay", f"fabric.generator.script={json.dumps(sweep_script())}",
         "fabric.env_worker.limits={max_turns: 4, max_new_tokens: 1024, max_context_tokens: 16384}",
-        "fabric.env_worker.runtime={warm_pool: 0, program_timeout_s: 60}", "fabric.env_workers=2",
-        "fabric.env_worker.concurrency=2", "rollout.group_size=2", "train.groups_per_step=1", "train.steps=2",
+        "fabric.env_worker.runtime={warm_pool: 0, program_timeout_s: 60}", "fabric.env_workers=1",
+        "fabric.env_worker.concurrency=4", "rollout.group_size=2", "train.groups_per_step=1", "train.steps=2",
         "train.checkpoint_every=0", "sft.enabled=false", "eval.before=false", "eval.after=false", "ray.num_cpus=4",
         "learner.loss.filter_equal_reward_groups=false", f"run.out_dir={tmp_path}", "envs.loca.kind=loca",
         f"envs.loca.args={{checkout: {CHECKOUT}, presets: [1k, 4k], tasks: [ShelfAuditS2LEnv], seeds: [1], "
@@ -96,7 +96,7 @@ def test_a_loca_source_trains_and_an_env_worker_killed_mid_step_reruns_its_live_
     run = asyncio.run(train(cfg, on_step=on_step))
     rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
     steps = [r for r in rows if r["phase"] == "train"]
-    assert [r["step"] for r in steps] == [1, 2] and seen["running"] >= 3, seen
+    assert [r["step"] for r in steps] == [1, 2] and seen["running"] >= 1, seen
     last = steps[-1]
     assert last["rollout/scheduler_reruns_worker_died"] > seen["reruns"], (seen, last)  # the live episodes re-ran
     assert last["rollout/groups_failed"] == 0 and last["rollout/groups_trained/loca"] == 2
