@@ -1,7 +1,13 @@
-"""The learner as a group of Ray actors, one per torch.distributed rank (as verl and slime run trainers).
+"""The learner as a group of Ray actors, one per torch.distributed rank (as verl and slime run trainers),
+for any number of ranks: one learner facade, whatever the layout.
 
     group = LearnerGroup.options(num_cpus=0).remote(model_path, cfg, LearnerPlacement(ranks=16, gpus_per_rank=1))
-    await group.train_step.remote(groups)   # LearnerActor's API: train_step, sft, publish, version, save, ...
+    await group.train_step.remote(groups)   # train_step, sft, weights_offer/send, logprobs, version, save, ...
+
+One rank (the embedded default, a single GPU): `LearnerPlacement(reserved=False)` places its one rank
+like any actor (no reserved bundle: its GPU share may be fractional, beside a generator) and
+builds the backend without a process group, exactly as a lone trainer would; everything else is
+the same path as sixteen ranks.
 
 Placement: one bundle per rank, {"GPU": g, "CPU": c} (or {"CPU": c} without GPUs), in one placement
 group (PACK by default: fewest nodes, tensor parallel wants NVLink). Ranks are numbered node by node,
@@ -54,10 +60,16 @@ class LearnerPlacement(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     strategy: str = "PACK"  # Ray's: PACK | SPREAD | STRICT_PACK | STRICT_SPREAD
     threads: int | None = None  # torch threads per rank (CPU)
     ready_timeout_s: float = 600.0
+    #: in a placement group of one bundle per rank; False: one rank placed as any actor (module docstring)
+    reserved: bool = True
 
     def __post_init__(self) -> None:
         if self.ranks < 1:
             raise ValueError(f"learner ranks must be ≥ 1, got {self.ranks}")
+        if not self.reserved:
+            if self.ranks != 1:
+                raise ValueError(f"only a learner of one rank goes without reserved bundles, not {self.ranks}")
+            return
         if self.gpus_per_rank and (self.gpus_per_rank < 1 or self.gpus_per_rank != int(self.gpus_per_rank)):
             raise ValueError(f"GPUs per learner rank must be 0 or a whole number (NCCL: one process per GPU), "
                              f"got {self.gpus_per_rank}")
@@ -110,7 +122,8 @@ class LearnerRank:
             s.bind((host, 0))  # the node's address, not every interface
             return host, s.getsockname()[1]
 
-    def setup(self, model_path: str, cfg: LearnerConfig, master: tuple[str, int], local_world: int) -> None:
+    def setup(self, model_path: str, cfg: LearnerConfig, master: tuple[str, int] | None, local_world: int) -> None:
+        """The backend on this rank; `master` None: the one rank of an unreserved learner, no process group."""
         import torch
 
         from learner.base import build_learner
@@ -122,9 +135,10 @@ class LearnerRank:
             visible = os.environ.get("CUDA_VISIBLE_DEVICES")
             local = visible.split(",").index(gpu) if visible else int(gpu)
             torch.cuda.set_device(local)
-        os.environ.update(MASTER_ADDR=master[0], MASTER_PORT=str(master[1]), RANK=str(self.rank),
-                          WORLD_SIZE=str(self.world), LOCAL_RANK=str(local), LOCAL_WORLD_SIZE=str(local_world))
-        torch.distributed.init_process_group("nccl" if cuda else "gloo", rank=self.rank, world_size=self.world)
+        if master is not None:
+            os.environ.update(MASTER_ADDR=master[0], MASTER_PORT=str(master[1]), RANK=str(self.rank),
+                              WORLD_SIZE=str(self.world), LOCAL_RANK=str(local), LOCAL_WORLD_SIZE=str(local_world))
+            torch.distributed.init_process_group("nccl" if cuda else "gloo", rank=self.rank, world_size=self.world)
         self.model_path, self.cfg = model_path, cfg
         self.learner = build_learner(model_path, cfg)
 
@@ -148,8 +162,8 @@ class LearnerRank:
     def weights_send(self, update: WeightUpdate) -> None:
         self.outbox.send(update)
 
-    def compute_logprobs(self, samples: list[Any]) -> list[list[float]]:
-        return self.learner.compute_logprobs(samples)
+    def logprobs(self, samples: list[Any]) -> list[list[float]]:
+        return self.learner.logprobs(samples)
 
     def version(self) -> int:
         return self.learner.version
@@ -163,7 +177,7 @@ class LearnerRank:
 
     def export_hf(self, path: str) -> str:
         out = self.learner.export_hf(path)
-        if self.rank == 0:  # the tokenizer too, as LearnerActor.export_hf writes it
+        if self.rank == 0:  # the tokenizer too: what vLLM, transformers and `progagent eval` load
             from transformers import AutoTokenizer
 
             AutoTokenizer.from_pretrained(self.model_path).save_pretrained(out)
@@ -182,13 +196,19 @@ class _Fanout:
 
 @ray.remote
 class LearnerGroup:
-    """LearnerActor's API over `placement.ranks` rank actors; see the module docstring."""
+    """The learner facade over `placement.ranks` rank actors (one or many); see the module docstring."""
 
     def __init__(self, model_path: str, cfg: LearnerConfig, placement: LearnerPlacement,
                  pg: PlacementGroup | None = None):
         if placement.ranks != cfg.ranks:  # the placement is made from cfg.ranks (launch/fabric.py)
             raise ValueError(f"{placement.ranks} learner ranks placed for a learner of {cfg.ranks} ranks")
         self.cfg, self.placement = cfg, placement
+        if not placement.reserved:  # one rank, placed as any actor
+            self.own_pg, self.pg = False, None
+            self.ranks = [LearnerRank.options(num_cpus=placement.cpus_per_rank, num_gpus=placement.gpus_per_rank)
+                          .remote(0, 1, placement.threads)]
+            self._all("setup", [(model_path, cfg, None, 1)])
+            return
         self.own_pg = pg is None
         self.pg = learner_placement_group(placement) if pg is None else pg
         order, _, per_node = _rank_order(self.pg)
@@ -219,13 +239,14 @@ class LearnerGroup:
             return [(ref,)] * len(self.ranks)
         return [(items[r::len(self.ranks)],) for r in range(len(self.ranks))]
 
-    # ------------------------------------------------------------------ LearnerActor's API
+    # ------------------------------------------------------------------ the learner's API
     def train_step(self, groups: list[list[Any]]) -> dict[str, float]:
         return self._all("train_step", self._shards(groups))[0]
 
     def sft(self, trajectories: list[Any]) -> list[dict[str, float]]:
-        """Cold-start SFT with its own optimizer, then a fresh one for RL (as LearnerActor.sft); the
-        batches are drawn here, each step runs on all ranks."""
+        """Cold-start SFT with its own optimizer at the SFT learning rate, then a fresh one at the RL
+        learning rate (as separate SFT and RL jobs would); the batches are drawn here, each step runs
+        on all ranks."""
         from learner.sft import run_sft, sft_samples
 
         self._all("reset_optimizer", (self.cfg.sft.lr,))
@@ -235,14 +256,17 @@ class LearnerGroup:
             self._all("reset_optimizer", (self.cfg.optim.lr,))
 
     def weights_offer(self, transport: WeightTransportConfig, epoch: int, world_size: int) -> WeightUpdate:
-        """As LearnerActor.weights_offer: rank 0's offer, after every rank took part in the gather."""
+        """The current weights, offered by `transport` (rollout/weights/): rank 0's offer, after every rank
+        took part in the gather; the generator pool then has every generator receive while
+        `weights_send` sends."""
         return self._all("weights_offer", (transport, epoch, world_size))[0]
 
     def weights_send(self, update: WeightUpdate) -> None:
         ray.get(self.ranks[0].weights_send.remote(update))
 
-    def compute_logprobs(self, samples: list[Any]) -> list[list[float]]:
-        return self._all("compute_logprobs", (samples,))[0]
+    def logprobs(self, samples: list[Any]) -> list[list[float]]:
+        """log πθ of each token of each `learner.batch.Sample` (the train/inference mismatch, checks)."""
+        return self._all("logprobs", (samples,))[0]
 
     def version(self) -> int:
         return self._all("version")[0]
@@ -257,12 +281,12 @@ class LearnerGroup:
         return self._all("export_hf", (path,))[0]
 
     # ------------------------------------------------------------------ placement
-    def placement_group(self) -> PlacementGroup:
+    def placement_group(self) -> PlacementGroup | None:
         return self.pg
 
     def shutdown(self) -> None:
         """Stop the ranks; remove the placement group if the group created it."""
         for r in self.ranks:
             ray.kill(r)
-        if self.own_pg:
+        if self.own_pg and self.pg is not None:
             remove_placement_group(self.pg)

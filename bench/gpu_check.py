@@ -113,7 +113,7 @@ def main() -> int:
     from rollout.tiny_model import build_tiny
     from rollout.weights.collective import CollectiveSender
     from schema.config import LearnerConfig, OptimConfig, WeightTransportConfig
-    from schema.records import SamplingParams
+    from schema.records import Prompt, SamplingParams
 
     checks = Report()
     tiny = checks.run("tiny_model", lambda: (build_tiny(), {}))
@@ -123,7 +123,7 @@ def main() -> int:
 
     def vllm_cuda():
         loop.run_until_complete(engine.start())
-        gens = [loop.run_until_complete(engine.generate(prompt, SamplingParams(temperature=1.0, max_new_tokens=24,
+        gens = [loop.run_until_complete(engine.generate(Prompt(prompt), SamplingParams(temperature=1.0, max_new_tokens=24,
                                                                                 seed=s))) for s in range(4)]
         assert all(g.token_ids and len(g.logprobs) == len(g.token_ids) for g in gens)
         return gens, {"tokens": sum(len(g.token_ids) for g in gens)}
@@ -155,9 +155,9 @@ def main() -> int:
 
         loop.run_until_complete(both())
         moved_s = time.monotonic() - t0
-        out = loop.run_until_complete(engine.generate(prompt, SamplingParams(temperature=1.0, max_new_tokens=16,
+        out = loop.run_until_complete(engine.generate(Prompt(prompt), SamplingParams(temperature=1.0, max_new_tokens=16,
                                                                              seed=7)))
-        [ref] = learner.compute_logprobs([Sample(prompt + out.token_ids, [0] * len(prompt) + [1] * len(out.token_ids))])
+        [ref] = learner.logprobs([Sample(prompt + out.token_ids, [0] * len(prompt) + [1] * len(out.token_ids))])
         diff = max(abs(a - b) for a, b in zip(out.logprobs, ref[len(prompt):], strict=True))
         assert out.policy_version == version, (out.policy_version, version)
         assert diff < 0.1, f"engine vs learner log-probs differ by {diff:.4f} (bf16 tolerance 0.1)"

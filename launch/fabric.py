@@ -15,7 +15,6 @@ from ray.util.placement_group import remove_placement_group
 from actors.env_worker import EnvWorker
 from actors.generator_pool import GeneratorPool
 from actors.judge import Judge
-from actors.learner_actor import LearnerActor
 from actors.learner_group import LearnerGroup, LearnerPlacement, learner_placement_group
 from actors.scheduler import EnvWorkers, Scheduler
 from schema.config import TrainConfig
@@ -46,6 +45,9 @@ def resolve_model(cfg: TrainConfig) -> str:
 def learner_placement(cfg: TrainConfig) -> LearnerPlacement:
     """The learner group's bundles: `fabric.learner_num_gpus` shared among `learner.ranks` rank actors."""
     f, ranks = cfg.fabric, cfg.learner.ranks
+    if ranks == 1:  # placed as any actor: no CPU of its own, a GPU share that may be fractional
+        return LearnerPlacement(ranks=1, gpus_per_rank=f.learner_num_gpus, cpus_per_rank=0.0,
+                                threads=f.learner_threads, reserved=False)
     return LearnerPlacement(ranks=ranks, gpus_per_rank=f.learner_num_gpus / ranks, cpus_per_rank=f.learner_cpus_per_rank,
                             strategy=f.learner_placement, threads=f.learner_threads)
 
@@ -113,13 +115,9 @@ class Fabric:
                               f.env_worker.concurrency)
         self.scheduler = Scheduler(self.env, max_attempts=cfg.rollout.max_attempts)
         self.learner = None
-        if with_learner:
-            if placement is not None:
-                self.learner = LearnerGroup.options(num_cpus=0, scheduling_strategy=_here()).remote(
-                    model_path, cfg.learner, placement, self.learner_pg)
-            else:
-                self.learner = LearnerActor.options(num_cpus=0, num_gpus=f.learner_num_gpus).remote(
-                    model_path, cfg.learner, f.learner_threads)
+        if with_learner:  # one facade for any number of ranks (actors/learner_group.py)
+            self.learner = LearnerGroup.options(num_cpus=0, scheduling_strategy=_here()).remote(
+                model_path, cfg.learner, placement or learner_placement(cfg), self.learner_pg)
         self.version = 0
 
     @property

@@ -2,7 +2,7 @@
 
     train_step(groups) -> metrics           # one policy update on complete groups (GSPO by default)
     sft_step(samples) -> metrics            # one supervised step (cold start)
-    compute_logprobs(samples) -> per-token log πθ of each sample's targets
+    logprobs(samples) -> per-token log πθ of each sample's targets
     reset_optimizer(lr) / set_lr(lr)
     weights() -> (version, state dict)      # HF names, for the generators
     save(path) -> path / load(path)         # checkpoints (the optimizer and RNG states included)
@@ -31,7 +31,7 @@ class Learner(Protocol):
 
     def sft_step(self, samples: list[Sample]) -> dict[str, float]: ...
 
-    def compute_logprobs(self, samples: list[Sample]) -> list[list[float]]: ...
+    def logprobs(self, samples: list[Sample]) -> list[list[float]]: ...
 
     def reset_optimizer(self, lr: float) -> None: ...
 

@@ -24,7 +24,7 @@ megatron-core's RoPE ignores position ids, so sequences packed end to end in one
 wrong positions without TE's THD kernels; right padding under a causal mask is exact.
 
 Interface (shared with the torch backend): `train_step(groups)`, `sft_step(samples)`,
-`compute_logprobs(samples)`, `weights()`, `save(dir)`, `load(dir)`, `export_hf(dir)`.
+`logprobs(samples)`, `weights()`, `save(dir)`, `load(dir)`, `export_hf(dir)`.
 """
 
 from __future__ import annotations
@@ -446,7 +446,7 @@ class MegatronLearner:
                 micro_batch_size=max(mb.input_ids.shape[0] for mb in mbs), forward_only=forward_only))
 
     # ------------------------------------------------------------------ log-probs
-    def compute_logprobs(self, samples: list[Sample]) -> list[list[float]]:
+    def logprobs(self, samples: list[Sample]) -> list[list[float]]:
         """Per sample, log πθ of each token given its prefix (0.0 for the first token)."""
         if not samples:
             return []

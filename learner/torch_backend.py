@@ -12,7 +12,7 @@ rows without loss tokens until all ranks have run as many. Weights, checkpoints 
 world size.
 
 Interface (shared with the Megatron backend): `train_step(groups)`, `sft_step(samples)`,
-`compute_logprobs(samples)`, `weights()`, `save(dir)`, `load(dir)`.
+`logprobs(samples)`, `weights()`, `save(dir)`, `load(dir)`.
 """
 
 from __future__ import annotations
@@ -137,7 +137,7 @@ class TorchLearner:
 
     # ------------------------------------------------------------------ log-probs
     @torch.no_grad()
-    def compute_logprobs(self, samples: list[Sample]) -> list[list[float]]:
+    def logprobs(self, samples: list[Sample]) -> list[list[float]]:
         """Per sample, log πθ of each token given its prefix (0.0 for the first token)."""
         out: list[list[float]] = [[] for _ in samples]
         tensors, real = self._rows(samples)

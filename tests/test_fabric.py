@@ -22,7 +22,7 @@ from schema.config import (
     RuntimeConfig,
     WeightTransportConfig,
 )
-from schema.records import EpisodeRequest, SamplingParams
+from schema.records import EpisodeRequest, Prompt, SamplingParams
 from tests.test_rollout import TASK, tiny_path  # noqa: F401
 from tests.test_task_format import write_task
 
@@ -203,7 +203,7 @@ async def test_killed_generator_is_replaced_with_current_weights(pool, tiny_path
     assert await pool.update_weights.remote(source, WeightTransportConfig()) == 3
     handles = await pool.handles.remote()
     ray.kill(handles[0])
-    outs = await asyncio.gather(*(pool.generate.remote(list(range(10, 40)), SamplingParams(max_new_tokens=4, seed=i))
+    outs = await asyncio.gather(*(pool.generate.remote(Prompt(list(range(10, 40))), SamplingParams(max_new_tokens=4, seed=i))
                                   for i in range(6)))
     assert all(len(o.token_ids) >= 1 and o.policy_version == 3 for o in outs)
     for _ in range(100):

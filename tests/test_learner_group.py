@@ -130,7 +130,8 @@ def test_fabric_config_gives_the_placement():
     assert p.ranks == 16 and p.bundles() == [{"CPU": 4.0, "GPU": 1.0}] * 16 and p.strategy == "PACK"
     with pytest.raises(ValueError, match="whole number"):
         learner_placement(load_config(None, ["learner.fsdp_ranks=4", "fabric.learner_num_gpus=2"]))
-    assert learner_placement(load_config(ROOT / "configs" / "local.yaml")).bundles() == [{"CPU": 1.0}]
+    one = learner_placement(load_config(ROOT / "configs" / "local.yaml", ["fabric.learner_num_gpus=0.5"]))
+    assert one.ranks == 1 and not one.reserved and one.gpus_per_rank == 0.5 and one.cpus_per_rank == 0.0  # as any actor
     with pytest.raises(ConfigError, match="learner_ranks"):  # derived now: the old field is refused by name
         load_config(None, ["fabric.learner_ranks=4"])
 

@@ -43,8 +43,8 @@ def assert_same_weights(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor], 
 @pytest.mark.parametrize("budget", [4096, 1])  # all sequences packed in one row / one row per sequence
 def test_logprobs_equal_the_torch_backend(tiny_path, budget):  # noqa: F811
     cfg = LearnerConfig(max_tokens_per_micro_batch=budget, temperature=0.7)
-    mega = MegatronLearner(tiny_path, cfg).compute_logprobs(samples())
-    ref = TorchLearner(tiny_path, cfg).compute_logprobs(samples())
+    mega = MegatronLearner(tiny_path, cfg).logprobs(samples())
+    ref = TorchLearner(tiny_path, cfg).logprobs(samples())
     assert [len(x) for x in mega] == [len(x) for x in ref]
     for a, b in zip(mega, ref, strict=True):
         assert torch.allclose(torch.tensor(a), torch.tensor(b), atol=1e-4)
@@ -135,7 +135,7 @@ def test_two_ranks_take_the_single_process_step(tiny_path, tmp_path):  # noqa: F
     One launch runs both layouts, one after the other (megatron's parallel state is rebuilt between
     them): a launch is two processes importing megatron-core, seconds of CPU each."""
     ref = TorchLearner(tiny_path, LearnerConfig(loss=GSPO, optim=OptimConfig(lr=1e-3)))
-    ref_lp = ref.compute_logprobs(samples())
+    ref_lp = ref.logprobs(samples())
     ref_metrics = ref.train_step(groups())
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1]), "OMP_NUM_THREADS": "1"}
     proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", __file__,
@@ -162,7 +162,7 @@ def _rank_main(tiny: str, out_dir: str, layouts: str) -> None:
                             megatron=MegatronConfig(**sizes))
         learner = MegatronLearner(tiny, cfg)
         assert (learner.tp, learner.dp) == (sizes.get("tensor_parallel", 1), sizes.get("data_parallel", 1))
-        logprobs = learner.compute_logprobs(samples())
+        logprobs = learner.logprobs(samples())
         metrics = learner.train_step(groups())
         weights = learner.weights()[1]
         learner.save(Path(out_dir) / f"ckpt-{i}")

@@ -35,9 +35,9 @@ def test_packed_rows_equal_separate_forwards(tiny_path):  # noqa: F811
     learner = TorchLearner(tiny_path, LearnerConfig(max_tokens_per_micro_batch=4096))
     samples = [Sample(t.token_ids, t.loss_mask, t.logprobs) for g in groups() for t in g]
     assert len(pack(samples, 4096)) == 1
-    packed = learner.compute_logprobs(samples)
+    packed = learner.logprobs(samples)
     learner.cfg = LearnerConfig(max_tokens_per_micro_batch=1)  # one row per sequence
-    separate = learner.compute_logprobs(samples)
+    separate = learner.logprobs(samples)
     for a, b in zip(packed, separate, strict=True):
         assert torch.allclose(torch.tensor(a), torch.tensor(b), atol=1e-5)
 

@@ -100,7 +100,7 @@ class NoExport:  # every method but export_hf, and weights without the version
     def sft_step(self, samples: list) -> dict[str, float]:
         raise NotImplementedError
 
-    def compute_logprobs(self, samples: list) -> list[list[float]]:
+    def logprobs(self, samples: list) -> list[list[float]]:
         raise NotImplementedError
 
     def reset_optimizer(self, lr: float) -> None:

@@ -16,13 +16,13 @@ import ray
 import torch
 
 from actors.generator_pool import GeneratorPool
-from actors.learner_actor import LearnerActor
+from actors.learner_group import LearnerGroup, LearnerPlacement
 from learner.batch import Sample
 from learner.losses import PolicyLossConfig
 from rollout.weights.base import WeightTransferError
 from rollout.weights.collective import CollectiveReceiver, CollectiveSender, pack, plan_buckets, unpack
 from schema.config import GeneratorSpec, LearnerConfig, OptimConfig, WeightTransportConfig
-from schema.records import SamplingParams
+from schema.records import Prompt, SamplingParams
 from tests.test_learner_torch import groups
 from tests.test_rollout import tiny_path  # noqa: F401
 
@@ -63,15 +63,16 @@ def test_a_peer_that_never_joins_fails_within_the_deadline():
 async def _logprobs(pool, learner, seed: int) -> tuple[list[float], list[float], int]:
     """The generator's behaviour log-probs of its own sample, and the learner's for the same tokens."""
     prompt = list(range(10, 40))
-    gen = await pool.generate.remote(prompt, SamplingParams(temperature=1.0, max_new_tokens=8, seed=seed))
+    gen = await pool.generate.remote(Prompt(prompt), SamplingParams(temperature=1.0, max_new_tokens=8, seed=seed))
     ids = prompt + gen.token_ids
-    [lp] = await learner.compute_logprobs.remote([Sample(ids, [0] * len(prompt) + [1] * len(gen.token_ids))])
+    [lp] = await learner.logprobs.remote([Sample(ids, [0] * len(prompt) + [1] * len(gen.token_ids))])
     return gen.logprobs, lp[len(prompt):], gen.policy_version
 
 
 async def test_each_transport_gives_the_generators_the_learners_policy(ray_session, tiny_path):  # noqa: F811
     torch.set_num_threads(1)
-    learner = LearnerActor.options(num_cpus=0).remote(str(tiny_path), CFG, 1)
+    learner = LearnerGroup.options(num_cpus=0).remote(str(tiny_path), CFG, LearnerPlacement(cpus_per_rank=0, threads=1,
+                                                                                           reserved=False))
     spec = GeneratorSpec(backend="transformers", num_cpus=0)
     pool = GeneratorPool.options(max_concurrency=1000).remote(spec, 2, str(tiny_path))
     try:
@@ -101,7 +102,7 @@ async def test_each_transport_gives_the_generators_the_learners_policy(ray_sessi
 
         # a generator killed mid-run: its replacement joins a new group and serves the current version
         ray.kill((await pool.handles.remote())[0])
-        outs = await asyncio.gather(*(pool.generate.remote(list(range(10, 30)), SamplingParams(max_new_tokens=2,
+        outs = await asyncio.gather(*(pool.generate.remote(Prompt(list(range(10, 30))), SamplingParams(max_new_tokens=2,
                                                                                                seed=i))
                                       for i in range(4)))
         assert all(o.policy_version == 2 for o in outs)  # never the replacement's base weights
