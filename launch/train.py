@@ -263,8 +263,11 @@ async def checkpoint(fabric: Fabric, manager: RolloutManager, path: Path, step: 
 
 
 async def restore(fabric: Fabric, manager: RolloutManager, path: Path) -> int:
+    try:  # the sources first: a checkpoint of another config is refused before the learner loads it
+        manager.load_state((path / "rollouts.msgpack").read_bytes())
+    except ValueError as exc:
+        raise ConfigError(f"--resume {path}: {exc}") from None
     await fabric.learner.load.remote(str(path / "learner"))
-    manager.load_state((path / "rollouts.msgpack").read_bytes())
     return json.loads((path / "driver.json").read_text())["step"]
 
 

@@ -311,3 +311,60 @@ def test_a_mixture_draws_groups_by_the_weights_within_one_group_at_every_point()
     zero = library_source(["z"], {"v0": 1.0}, name="z")
     zero.weight = 0.0
     assert {SourceSampler([a, zero], 1).draw()[0] for _ in range(50)} == {"a"}
+
+
+def test_a_checkpoint_from_before_sources_resumes_and_one_of_another_config_is_refused():
+    """The manager state of a run before sources: groups without a source, no round-robin credit. It
+    resumes as the source "tasks" (what a config without `envs:` has), with the same random state;
+    a config whose sources lack a held group's task is refused, naming it, before anything runs."""
+    import random
+
+    from actors.rollout_manager import ManagerState, RolloutManager, SourceSampler
+    from envs.format.kind import library_source
+    from schema.config import RolloutConfig
+
+    class OldGroup(msgspec.Struct):  # the checkpoint format of the previous release
+        seq: int
+        group_id: str
+        task_id: str
+        scale: str
+        samples: dict = {}
+        pending: list[int] = []
+        failed: str | None = None
+
+    class OldState(msgspec.Struct):
+        updates: int
+        version: int
+        admitted: int
+        accepted: int
+        counters: dict[str, int]
+        rng: list
+        groups: list[OldGroup]
+
+    rng = random.Random(5)
+    old = msgspec.msgpack.encode(OldState(2, 2, 3, 2, {"groups_trained": 2}, list(rng.getstate()),
+                                          [OldGroup(2, "g000002-t1-v0", "t1", "v0", pending=[0, 1])]))
+    state = msgspec.msgpack.decode(old, type=ManagerState)
+    assert state.groups[0].source == "tasks" and state.credit == {}
+
+    class NoScheduler:
+        counters: dict = {}
+
+        def submit(self, req, done, priority):
+            self.submitted.append(req)
+
+    sched = NoScheduler()
+    sched.submitted = []
+    manager = RolloutManager(sched, SourceSampler([library_source(["t1", "t2"], {"v0": 1.0})], 0),
+                             RolloutConfig(group_size=2, max_staleness=0), 1, harness="ptc")
+    manager.load_state(old)
+    assert manager.sampler.rng.getstate() == rng.getstate() and manager.updates == 2
+    for idx in manager.groups["g000002-t1-v0"].pending:
+        manager._submit(manager.groups["g000002-t1-v0"], idx)
+    assert [(r.env.task_id, r.env.scale, r.sample_idx) for r in sched.submitted] == [("t1", "v0", 0), ("t1", "v0", 1)]
+
+    other = RolloutManager(sched, SourceSampler([library_source(["t9"], {"v0": 1.0})], 0),
+                           RolloutConfig(group_size=2), 1, harness="ptc")
+    with pytest.raises(ValueError, match=r"source 'tasks', task 't1' at scale 'v0', which this config's sources "
+                                         r"\(tasks\) do not have"):
+        other.load_state(old)
