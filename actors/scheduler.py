@@ -1,7 +1,10 @@
 """The one scheduler of episodes on env workers, and its one retry policy.
 
-Training, SFT teacher collection, evaluation before/after, sweeps, difficulty filtering and
-`harbor run` all run their episodes through `Scheduler`; none talks to env workers directly.
+Training, SFT teacher collection, evaluation before/after, sweeps, difficulty filtering, `harbor run`
+and synthesis all run their episodes through `Scheduler`; none talks to env workers directly. A job
+is an `EpisodeRequest` (its outcome's result a `Trajectory`) or a synthesized candidate's
+`CheckRequest` (a `CheckResult`: its checks run the candidate's programs in the worker's kernels),
+under the same queue, priorities and retry policy.
 
 Work is pulled: each live env worker has `concurrency` slots, and each slot takes the next job from
 one priority queue (lowest `priority` first, then submission order). A caller that needs some
@@ -33,7 +36,7 @@ from typing import Any
 import msgspec
 import ray
 
-from schema.records import EpisodeRequest, Trajectory
+from schema.records import CheckRequest, CheckResult, EpisodeRequest, Trajectory
 
 log = logging.getLogger(__name__)
 
@@ -43,8 +46,8 @@ _DIED = (ray.exceptions.RayActorError, ray.exceptions.ActorUnavailableError)
 
 
 class EpisodeOutcome(msgspec.Struct):
-    request: EpisodeRequest
-    trajectory: Trajectory | None  # None when it failed
+    request: EpisodeRequest | CheckRequest
+    trajectory: Trajectory | CheckResult | None  # None when it failed (a CheckResult for a CheckRequest)
     failure: str | None = None  # one of FAILURES
     detail: str = ""  # the last error, for the log and the report
     attempts: int = 0  # counted attempts (errors and generator errors)
@@ -54,7 +57,7 @@ class EpisodeOutcome(msgspec.Struct):
 class _Job:
     __slots__ = ("req", "priority", "done", "attempts", "deaths", "detail", "cancelled", "queued")
 
-    def __init__(self, req: EpisodeRequest, priority: Any, done: Callable[[EpisodeOutcome], None]):
+    def __init__(self, req: EpisodeRequest | CheckRequest, priority: Any, done: Callable[[EpisodeOutcome], None]):
         self.req, self.priority, self.done = req, priority, done
         self.attempts = self.deaths = 0
         self.detail = ""
@@ -94,7 +97,7 @@ class Scheduler:
         self._loop: asyncio.AbstractEventLoop | None = None
 
     # ---------------------------------------------------------------- the queue
-    def submit(self, req: EpisodeRequest, done: Callable[[EpisodeOutcome], None],
+    def submit(self, req: EpisodeRequest | CheckRequest, done: Callable[[EpisodeOutcome], None],
                priority: tuple[int, ...] = ()) -> Any:
         """Run `req`; `done(outcome)` is called once, in this event loop, when it has an outcome (unless
         cancelled). Lower `priority` tuples run first (one type for every caller: they share one
@@ -170,7 +173,7 @@ class Scheduler:
     def running(self) -> int:
         return len(self._running)
 
-    async def run_all(self, reqs: list[EpisodeRequest]) -> list[EpisodeOutcome]:
+    async def run_all(self, reqs: list[EpisodeRequest] | list[CheckRequest]) -> list[EpisodeOutcome]:
         """Every request's outcome, in the requests' order (priority = that order)."""
         loop = asyncio.get_running_loop()
         futures = [loop.create_future() for _ in reqs]
@@ -227,7 +230,7 @@ class Scheduler:
             ref = handle.run.remote(msgspec.structs.replace(job.req, attempt=job.attempts + job.deaths))
             self._running[ref] = job
             try:
-                traj: Trajectory = await ref
+                traj: Trajectory | CheckResult = await ref
             except _DIED as exc:
                 self._running.pop(ref, None)
                 self._worker_died(handle, exc)
@@ -256,7 +259,7 @@ class Scheduler:
             self.counters["episodes_run"] += 1
             if job.cancelled:
                 continue
-            if traj.termination == "generator_error":
+            if isinstance(traj, Trajectory) and traj.termination == "generator_error":
                 job.attempts += 1
                 job.detail = "the generator failed"
                 self._retry_or_fail(job, "generator_error")
@@ -270,7 +273,7 @@ class Scheduler:
             self.counters["retries"] += 1
             self._push(job)
 
-    def _finish(self, job: _Job, traj: Trajectory | None, failure: str | None) -> None:
+    def _finish(self, job: _Job, traj: Trajectory | CheckResult | None, failure: str | None) -> None:
         group = self._jobs_by_group.get(job.req.group_id)
         if group is not None:
             group.remove(job)

@@ -10,9 +10,6 @@ from pathlib import Path
 import msgspec
 from rich.console import Console
 
-from envs.format.library import LIBRARY_DIR, load_library
-from schema.records import SCALES
-
 console = Console()
 
 
@@ -30,58 +27,72 @@ def cmd_build_tiny(args: argparse.Namespace) -> int:
     return 0
 
 
+def collect_overrides(args: argparse.Namespace) -> list[str]:
+    """The command's shorthands as config overrides (the `tasks:` source, the loop, the endpoint)."""
+    enc = msgspec.json.encode
+    out = [f"fabric.env_worker.harness={args.harness}", f"fabric.env_worker.limits.max_turns={args.max_turns}",
+           f"fabric.env_worker.concurrency={args.concurrency}"]
+    out += [f"tasks.library_root={enc(str(Path(args.root).resolve())).decode()}"] if args.root else []
+    out += [f"tasks.tasks={enc(args.tasks).decode()}"] if args.tasks else []
+    out += [f"tasks.scales={enc({s: 1.0 for s in args.scales.split(',')}).decode()}"] if args.scales else []
+    out += [f"model.path={enc(str(args.model)).decode()}"] if args.model else []
+    out += [f"fabric.generator.base_url={args.base_url}"] if args.base_url else []
+    return [*out, *args.overrides]
+
+
 async def collect(args: argparse.Namespace) -> int:
+    """Teacher trajectories (SFT data) on the actor fabric, from the config's sources (envs/sources.py):
+    the oracle of every (task, scale) of the sources whose kind has one, or an API model's episodes of
+    every source; those scoring at least --min-score go to --out, one JSON line each."""
     teacher = args.teacher
     if teacher != "oracle" and not teacher.startswith("openai:"):  # before loading anything
         console.print(f"[red]error:[/] --teacher must be 'oracle' or 'openai:MODEL', got {teacher!r}")
         return 2
-    from envs.format.task_env import EnvironmentCache, LibraryTaskEnv
-    from envs.runtime.episode import Runtime
-    from rollout.agent_loop import ChatRenderer
-    from rollout.episode import run_episode
-    from rollout.teacher import oracle_trajectory
-    from rollout.tiny_model import build_tiny
-    from rollout.tokenizer import load_tokenizer
-    from schema.config import LoopLimits, RuntimeConfig
+    import ray
 
-    found, errors = load_library(args.root)
-    for name, err in errors.items():
-        console.print(f"[yellow]skipping broken task {name}:[/] {err}")
-    tasks = [found[t] for t in args.tasks] if args.tasks else list(found.values())
-    scales = args.scales.split(",")
-    renderer = ChatRenderer(load_tokenizer(args.model or build_tiny()))
-    generator = None
-    if teacher.startswith("openai:"):
-        from rollout.generators.openai_backend import OpenAIGenerator
+    from envs.sources import resolve_sources
+    from launch.rollouts import RolloutRunner
+    from schema.load import ConfigError, load_config
+    from schema.records import EpisodeRequest
 
-        generator = OpenAIGenerator(teacher.split(":", 1)[1], base_url=args.base_url, tokenizer=renderer.tok)
-    cache = EnvironmentCache()
-    kept = total = 0
+    try:
+        cfg = load_config(args.config, collect_overrides(args))
+        sources = resolve_sources(cfg.sources(), say=console.print)
+    except ConfigError as exc:
+        console.print(f"[red]config error:[/] {exc}")
+        return 2
+    oracle = teacher == "oracle"
+    reqs = [EpisodeRequest(env=r, group_id=f"collect-{src.name}-{r.task_id}-{r.scale}", sample_idx=i,
+                           harness=args.harness, driver="oracle" if oracle else "policy")
+            for src in sources if src.kind.has_oracle or not oracle for r in src.refs for i in range(args.samples)]
+    if not reqs:
+        console.print("[red]error:[/] no source has an oracle program (library tasks do): use --teacher openai:MODEL")
+        return 2
+    started = not ray.is_initialized()
+    runner = await RolloutRunner.start(cfg, cfg.model.path if oracle else teacher)
+    try:
+        outcomes = await runner.fabric.scheduler.run_all(reqs)
+    finally:
+        await runner.close()
+        if started and ray.is_initialized():
+            ray.shutdown()
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    sem = asyncio.Semaphore(args.concurrency)
     encoder = msgspec.json.Encoder()
-    async with Runtime(RuntimeConfig(warm_pool=args.concurrency)) as runtime:
-        with out.open("wb") as fh:
-            async def one(task, scale, i):
-                nonlocal kept, total
-                async with sem:
-                    env = LibraryTaskEnv(task, scale, cache)
-                    if generator is None:
-                        traj = await oracle_trajectory(runtime, env, args.harness, renderer, sample_idx=i)
-                    else:
-                        traj = await run_episode(env, runtime, generator, renderer, args.harness,
-                                                 limits=LoopLimits(max_turns=args.max_turns), sample_idx=i)
-                total += 1
-                if traj.score >= args.min_score:
-                    kept += 1
-                    fh.write(encoder.encode(traj) + b"\n")
-                console.print(f"{task.id} {scale} #{i}: score {traj.score:.2f} {traj.termination} "
-                              f"({len(traj.token_ids)} tokens)")
-
-            await asyncio.gather(*(one(t, s, i) for t in tasks for s in scales for i in range(args.samples)))
-    cache.cleanup()
-    console.print(f"kept {kept} of {total} trajectories (score >= {args.min_score}) in {out}")
+    kept = 0
+    with out.open("wb") as fh:
+        for o in outcomes:
+            t = o.trajectory
+            if t is None:
+                console.print(f"[yellow]{o.request.group_id} #{o.request.sample_idx} failed:[/] {o.failure}: "
+                              f"{o.detail[:200]}")
+                continue
+            console.print(f"{t.task_id} {t.scale} #{t.sample_idx}: score {t.score:.2f} {t.termination} "
+                          f"({len(t.token_ids)} tokens)")
+            if t.score >= args.min_score:
+                kept += 1
+                fh.write(encoder.encode(t) + b"\n")
+    console.print(f"kept {kept} of {len(outcomes)} trajectories (score >= {args.min_score}) in {out}")
     return 0 if kept else 1
 
 
@@ -97,16 +108,19 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def add_collect_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", default=None, help="a run config whose sources are collected (default: the "
+                        "shipped library)")
     parser.add_argument("--teacher", default="oracle", help="oracle | openai:MODEL")
     parser.add_argument("--harness", choices=("ptc", "dtc", "hybrid"), default="ptc")
-    parser.add_argument("--tasks", nargs="*", default=None)
-    parser.add_argument("--scales", default=",".join(SCALES))
+    parser.add_argument("--tasks", nargs="*", default=None, help="the `tasks:` source's tasks (tasks.tasks)")
+    parser.add_argument("--scales", default=None, help="the `tasks:` source's scales, comma-separated (tasks.scales)")
     parser.add_argument("--samples", type=int, default=1, help="trajectories per task and scale")
     parser.add_argument("--min-score", type=float, default=0.7)
     parser.add_argument("--max-turns", type=int, default=30)
-    parser.add_argument("--model", default=None, help="tokenizer folder (default: the tiny model)")
+    parser.add_argument("--model", default=None, help="the model whose tokenizer renders the turns (model.path)")
     parser.add_argument("--base-url", default=None, help="OpenAI-compatible endpoint (default $OPENAI_BASE_URL)")
-    parser.add_argument("--concurrency", type=int, default=2)
-    parser.add_argument("--root", type=Path, default=LIBRARY_DIR)
+    parser.add_argument("--concurrency", type=int, default=2, help="episodes at once per env worker")
+    parser.add_argument("--root", type=Path, default=None, help="the `tasks:` source's library (tasks.library_root)")
     parser.add_argument("--out", required=True, help="JSONL file of trajectories")
+    parser.add_argument("overrides", nargs="*", help="key.path=value")
     parser.set_defaults(run=lambda a: asyncio.run(collect(a)))

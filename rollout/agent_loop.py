@@ -130,6 +130,7 @@ class _Run:
         self.programs: list[str] = []
         self.versions: list[int] = []
         self.answer, self.termination, self.tool_output_tokens = "", "max_turns", 0
+        self.api = {"api_requests": 0.0, "api_prompt_tokens": 0.0, "api_completion_tokens": 0.0}  # a chat API's cost
 
     def append(self, new: list[int], trained: bool, lps: list[float] | None = None) -> None:
         self.ids.extend(new)
@@ -159,6 +160,10 @@ class _Run:
             return None
         self.append(gen.token_ids, True, gen.logprobs)
         self.versions.append(gen.policy_version)
+        if gen.api_prompt_tokens or gen.api_completion_tokens:
+            self.api["api_requests"] += 1
+            self.api["api_prompt_tokens"] += gen.api_prompt_tokens
+            self.api["api_completion_tokens"] += gen.api_completion_tokens
         text = self.renderer.tok.decode(gen.token_ids, skip_special_tokens=False)
         if text.endswith(self.renderer.end_text):
             text = text[: -len(self.renderer.end_text)]
@@ -232,7 +237,8 @@ class _Run:
             policy_version=min(self.versions) if self.versions else self.generator.policy_version,
             token_ids=self.ids, loss_mask=self.mask, logprobs=self.logprobs, prompt_len=self.prompt_len,
             turns=self.turns, final_answer=self.answer, termination=self.termination, context_tokens=len(self.ids),
-            tool_output_tokens=self.tool_output_tokens, metrics=_metrics(self.turns, self.programs),
+            tool_output_tokens=self.tool_output_tokens,
+            metrics=_metrics(self.turns, self.programs) | ({k: v for k, v in self.api.items()} if self.api["api_requests"] else {}),
             policy_versions=self.versions, uid=f"{group_id}:{sample_idx}:{uuid.uuid4().hex[:8]}")
 
 

@@ -44,6 +44,9 @@ class Generation(msgspec.Struct):
     logprobs: list[float]  # behaviour log-prob of each generated token under the sampling distribution
     finish_reason: str  # "stop" (an end token was produced) | "length" (max_new_tokens reached)
     policy_version: int = 0
+    #: what a chat API reported for this request (its cost; 0 for our own generators)
+    api_prompt_tokens: int = 0
+    api_completion_tokens: int = 0
 
 
 class ToolCallSummary(msgspec.Struct):
@@ -174,6 +177,39 @@ class EpisodeRequest(msgspec.Struct, frozen=True):
     @property
     def key(self) -> tuple[str, int]:
         return (self.group_id, self.sample_idx)
+
+
+#: the checks of a synthesized candidate an env worker runs (synth/checks.py)
+CHECKS = ("execute", "oracle", "validate")
+
+
+class CheckRequest(msgspec.Struct, frozen=True):
+    """One check of a synthesized candidate task, run on an env worker through the scheduler like an
+    episode (synth/checks.py): "execute" (build twice, the untouched environment, the oracle and every
+    wrong solution at `scale`), "oracle" (the oracle alone at `scale`: the audit's reference) or
+    "validate" (the library validator at all four scales). `folder`: the candidate's task folder as
+    the env workers see it (one machine, or storage every node mounts); its code runs in the code
+    sandbox of `code_sandbox` with `code_timeout_s` per run, its programs in the worker's kernels."""
+
+    stage: str
+    folder: str
+    scale: str
+    group_id: str
+    code_timeout_s: float = 60.0
+    code_sandbox: str = "auto"
+    sample_idx: int = 0
+    attempt: int = 0
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return (self.group_id, self.sample_idx)
+
+
+class CheckResult(msgspec.Struct):
+    """A check's report (the dict synth/checks.py returns for its stage)."""
+
+    stage: str
+    outputs: dict[str, Any]
 
 
 class TensorMeta(msgspec.Struct, array_like=True, frozen=True):

@@ -43,7 +43,7 @@ from envs.runtime.episode import Runtime
 from rollout.agent_loop import ChatRenderer
 from rollout.episode import run_episode
 from schema.config import LoopLimits
-from schema.records import SamplingParams, Trajectory
+from schema.records import CHECKS, CheckRequest, SamplingParams, Trajectory
 from schema.synth import AuditConfig
 
 MAX_FEEDBACK_CHARS = 1_500
@@ -161,26 +161,36 @@ def summarize_trajectory(traj: Trajectory, max_chars: int = 800) -> list[dict[st
     return turns
 
 
-async def audit(runtime: Runtime, task: Task, cache: EnvironmentCache, renderer: ChatRenderer, generator: Any,
-                cfg: AuditConfig, temperature: float) -> dict[str, Any]:
-    """The oracle and the independent solver at the audit scale; "ok" when both pass."""
-    limits = LoopLimits(max_turns=cfg.max_turns, max_context_tokens=cfg.max_context_tokens,
-                        max_new_tokens=cfg.max_new_tokens)
-    sampling = SamplingParams(temperature=temperature, max_new_tokens=cfg.max_new_tokens)
-    transport = task.tool_transport
-    oracle, traj = await asyncio.gather(
-        run_solution(runtime, task, cfg.scale, cache, task.oracle_source, transport),
-        run_episode(LibraryTaskEnv(task, cfg.scale, cache, transport=transport), runtime, generator, renderer,
-                    cfg.harness, limits=limits, sampling=sampling, group_id=f"audit-{task.id}"))
-    out: dict[str, Any] = {"scale": cfg.scale, "oracle": {"reward": oracle.verdict.reward, "answer": oracle.answer,
-                                                          "criteria": oracle.verdict.criteria}}
-    problems = _run_problems(f"the oracle at {cfg.scale}", oracle)
+async def oracle(runtime: Runtime, task: Task, cache: EnvironmentCache, scale: str) -> dict[str, Any]:
+    """The oracle alone at `scale` (the audit's reference): its verdict and answer, and its problems."""
+    run = await run_solution(runtime, task, scale, cache, task.oracle_source, task.tool_transport)
+    return {"scale": scale, "oracle": {"reward": run.verdict.reward, "answer": run.answer,
+                                       "criteria": run.verdict.criteria},
+            "problems": _run_problems(f"the oracle at {scale}", run)}
+
+
+def audit_report(reference: dict[str, Any], traj: Trajectory) -> dict[str, Any]:
+    """The audit from the oracle's check at the audit scale and the independent solver's trajectory:
+    "ok" when the oracle passes and the solver solves it."""
+    out = dict(reference)
     out["solver"] = {"reward": traj.reward, "score": traj.score, "criteria": traj.criteria,
                      "verifier_error": traj.verifier_error, "termination": traj.termination,
                      "final_answer": traj.final_answer, "turns": summarize_trajectory(traj)}
-    out["problems"] = problems
-    out["ok"] = not problems and traj.reward == 1.0
+    out["ok"] = not out["problems"] and traj.reward == 1.0
     return out
+
+
+async def audit(runtime: Runtime, task: Task, cache: EnvironmentCache, renderer: ChatRenderer, generator: Any,
+                cfg: AuditConfig, temperature: float) -> dict[str, Any]:
+    """The oracle and the independent solver at the audit scale, in this process."""
+    limits = LoopLimits(max_turns=cfg.max_turns, max_context_tokens=cfg.max_context_tokens,
+                        max_new_tokens=cfg.max_new_tokens)
+    sampling = SamplingParams(temperature=temperature, max_new_tokens=cfg.max_new_tokens)
+    reference, traj = await asyncio.gather(
+        oracle(runtime, task, cache, cfg.scale),
+        run_episode(LibraryTaskEnv(task, cfg.scale, cache, transport=task.tool_transport), runtime, generator,
+                    renderer, cfg.harness, limits=limits, sampling=sampling, group_id=f"audit-{task.id}"))
+    return audit_report(reference, traj)
 
 
 async def validate(runtime: Runtime, task: Task, cache: EnvironmentCache) -> dict[str, Any]:
@@ -188,3 +198,16 @@ async def validate(runtime: Runtime, task: Task, cache: EnvironmentCache) -> dic
     report = await validate_task(runtime, task, cache, transport=task.tool_transport)
     report["fingerprint"] = task.fingerprint()
     return report
+
+
+async def run_check(req: CheckRequest, runtime: Runtime, cache: EnvironmentCache, runner: CodeRunner) -> dict[str, Any]:
+    """One check an env worker was sent (schema/records.CheckRequest), on its runtime and cache."""
+    folder = Path(req.folder)
+    if req.stage == "execute":
+        return await execute(runtime, folder, cache, runner, req.scale)
+    task = await asyncio.to_thread(load_task, folder, runner=runner)
+    if req.stage == "oracle":
+        return await oracle(runtime, task, cache, req.scale)
+    if req.stage == "validate":
+        return await validate(runtime, task, cache)
+    raise ValueError(f"unknown check {req.stage!r}; expected one of {', '.join(CHECKS)}")

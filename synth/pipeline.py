@@ -33,10 +33,9 @@ import msgspec
 
 from envs.format.code_runner import CodeRunner
 from envs.format.library import load_library, load_task
-from envs.format.task_env import EnvironmentCache
-from envs.runtime.episode import Runtime
 from schema.synth import SynthConfig
-from synth import checks, prompts
+from synth import prompts
+from synth.checker import Checker, LocalChecker
 from synth.llm import LLM, StageFailed, total_usage
 from synth.parse import ResponseFormatError, parse_files, parse_json
 from synth.prompts import Diagnosis, Intent, IntentList
@@ -80,7 +79,8 @@ class RunSummary(msgspec.Struct):
 
 
 class Pipeline:
-    def __init__(self, cfg: SynthConfig, out: str | Path, http_client: Any = None):
+    def __init__(self, cfg: SynthConfig, out: str | Path, http_client: Any = None, checker: Checker | None = None):
+        """`checker`: where the candidates' checks run (synth/checker.py; default: in this process)."""
         self.cfg = cfg
         self.store = Store(out)
         self.llm = LLM(http_client)
@@ -88,11 +88,8 @@ class Pipeline:
         self.system = prompts.system_prompt(cfg.example_task)
         self.ran: Counter[str] = Counter()
         self.skipped: Counter[str] = Counter()
-        self._runtime: Runtime | None = None
-        self._cache: EnvironmentCache | None = None
-        self._runner: CodeRunner | None = None
-        self._renderer: Any = None
-        self._lock = asyncio.Lock()
+        self.checker: Checker = checker or LocalChecker(cfg, self.llm)
+        self._runner: CodeRunner | None = None  # loads an accepted task once more, as written
 
     # ---- the run ----------------------------------------------------------------------------------
     async def run(self) -> RunSummary:
@@ -127,12 +124,7 @@ class Pipeline:
         return summary
 
     async def close(self) -> None:
-        if self._runtime is not None:
-            await self._runtime.close()
-            self._runtime = None
-        if self._cache is not None:
-            self._cache.cleanup()
-            self._cache = None
+        await self.checker.close()
         self._runner = None
         await self.llm.close()
 
@@ -171,17 +163,6 @@ class Pipeline:
             outputs={"replies": [r.text for r in replies], "finish_reasons": [r.finish_reason for r in replies],
                      "served_by": sorted({r.model for r in replies}), "result": msgspec.to_builtins(result)},
             usage=total_usage(replies))
-
-    async def _env(self) -> tuple[Runtime, EnvironmentCache, CodeRunner]:
-        async with self._lock:  # started on first need: a fully recorded re-run starts no kernels
-            if self._runtime is None:
-                self._runtime = await Runtime(self.cfg.runtime).start()
-                self._cache = EnvironmentCache()
-                # the candidate's data.py / verify.py run in children under the kernels' memory limits
-                self._runner = await asyncio.to_thread(CodeRunner, self.cfg.code_timeout_s, self.cfg.code_sandbox,
-                                                       self._runtime.limits)
-        assert self._cache is not None and self._runner is not None
-        return self._runtime, self._cache, self._runner
 
     # ---- stage 1: intents -------------------------------------------------------------------------
     async def intents(self, errors: dict[str, str]) -> list[tuple[str, Intent]]:
@@ -297,21 +278,14 @@ class Pipeline:
 
     # ---- stages 4-6: execute, audit, diagnose, validate ---------------------------------------------
     async def _execute(self, cid: str, rev: int, folder: Path) -> StageRecord:
-        runtime, cache, runner = await self._env()
-        res = await checks.execute(runtime, folder, cache, runner, self.cfg.execute_scale)
+        res = await self.checker.execute(folder, self.cfg.execute_scale)
         return StageRecord(stage="execute", candidate=cid, revision=rev, ok=res["ok"], outputs=res,
                            inputs={"task_dir": str(folder), "scale": self.cfg.execute_scale},
                            error="\n".join(f"- {p}" for p in res["problems"]) or None)
 
     async def _audit(self, cid: str, rev: int, folder: Path) -> StageRecord:
-        from rollout.generators.openai_backend import OpenAIGenerator
-
-        runtime, cache, runner = await self._env()
         spec = self.cfg.models.for_stage("audit")
-        renderer = await self._audit_renderer()
-        gen = OpenAIGenerator(spec.model, client=self.llm.client(spec), tokenizer=renderer.tok)
-        res = await checks.audit(runtime, load_task(folder, runner=runner), cache, renderer, gen,
-                                 self.cfg.audit, 1.0 if spec.temperature is None else spec.temperature)
+        res, usage = await self.checker.audit(folder)
         if res["solver"]["termination"] == "generator_error":
             raise RuntimeError(f"the audit model's endpoint failed ({spec.model})")
         solver = res["solver"]
@@ -323,25 +297,9 @@ class Pipeline:
             error = (f"- an independent solver (seeing only the instruction and the tools) failed at "
                      f"{self.cfg.audit.scale}: criteria {failed or solver['verifier_error']}, its answer "
                      f"{solver['final_answer'][-300:]!r}, the oracle's answer {res['oracle']['answer'][-300:]!r}")
-        usage = Usage(gen.usage["prompt_tokens"], gen.usage["completion_tokens"], gen.usage["requests"])
         return StageRecord(stage="audit", candidate=cid, revision=rev, ok=res["ok"], model=spec.model, outputs=res,
                            inputs={"task_dir": str(folder), "scale": self.cfg.audit.scale,
                                    "harness": self.cfg.audit.harness}, usage=usage, error=error)
-
-    async def _audit_renderer(self) -> Any:
-        if self._renderer is None:
-            from rollout.agent_loop import ChatRenderer
-
-            if self.cfg.audit.tokenizer:
-                from rollout.tokenizer import load_tokenizer
-
-                tok = await asyncio.to_thread(load_tokenizer, self.cfg.audit.tokenizer)
-            else:
-                from rollout.tiny_model import project_tokenizer
-
-                tok = await asyncio.to_thread(project_tokenizer)
-            self._renderer = ChatRenderer(tok)
-        return self._renderer
 
     async def _diagnose(self, cid: str, rev: int, folder: Path, audit: StageRecord) -> StageRecord:
         files = {p: (folder / p).read_text() for p in TASK_FILES if (folder / p).is_file()}
@@ -360,8 +318,7 @@ class Pipeline:
         return rec
 
     async def _validate(self, cid: str, rev: int, folder: Path) -> StageRecord:
-        runtime, cache, runner = await self._env()
-        report = await checks.validate(runtime, load_task(folder, runner=runner), cache)
+        report = await self.checker.validate(folder)
         return StageRecord(stage="validate", candidate=cid, revision=rev, ok=report["ok"], outputs=report,
                            inputs={"task_dir": str(folder)},
                            error="\n".join(f"- {p}" for p in report["problems"]) or None)
@@ -377,6 +334,8 @@ class Pipeline:
         dst = self.library / cid
         shutil.rmtree(dst, ignore_errors=True)
         shutil.copytree(folder, dst, ignore=shutil.ignore_patterns("__pycache__"))
+        if self._runner is None:
+            self._runner = CodeRunner(self.cfg.code_timeout_s, self.cfg.code_sandbox)
         load_task(dst, runner=self._runner)  # the library folder loads as written
         return self._finish(cid, intent, rev, "accepted", "", str(dst))
 

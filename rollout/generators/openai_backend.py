@@ -148,13 +148,16 @@ class OpenAIGenerator:
     async def generate(self, prompt: Prompt, sampling: SamplingParams) -> Generation:
         """The reply to `prompt.messages`, as the ids the trajectory records: the text's tokens, then the
         end-of-turn token when the model stopped (cut to `max_new_tokens`)."""
+        before = dict(self.usage)
         text, finish = await self.generate_chat(prompt.messages, prompt.tools, sampling)
         tok = self._tokenizer()
         ids = tok.encode(text, add_special_tokens=False)[: max(0, sampling.max_new_tokens - 1)]
         if finish == "stop":
             ids.append(tok.eos_token_id)
         return Generation(token_ids=ids, logprobs=[0.0] * len(ids), finish_reason=finish,
-                          policy_version=self.policy_version)
+                          policy_version=self.policy_version,
+                          api_prompt_tokens=self.usage["prompt_tokens"] - before["prompt_tokens"],
+                          api_completion_tokens=self.usage["completion_tokens"] - before["completion_tokens"])
 
     async def load_weights(self, version: int, weights: dict[str, Any]) -> None:
         raise GeneratorError("an API model cannot load weights: the openai backend is never used for RL updates")
