@@ -28,7 +28,16 @@ from rollout.agent_loop import ChatRenderer
 from rollout.episode import InProcess, Shipped, run_episode
 from rollout.tokenizer import load_tokenizer
 from schema.config import EnvWorkerConfig
-from schema.records import DRIVERS, EnvRef, EpisodeRequest, SamplingParams, Trajectory, Verdict
+from schema.records import (
+    DRIVERS,
+    CheckRequest,
+    CheckResult,
+    EnvRef,
+    EpisodeRequest,
+    SamplingParams,
+    Trajectory,
+    Verdict,
+)
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +61,7 @@ class EnvWorker:
         self.cache = EnvironmentCache()
         self.runtime: Runtime | None = None
         self.sem = asyncio.Semaphore(cfg.concurrency)
+        self.runners: dict[tuple[float, str], Any] = {}  # code runners of synthesized candidates (_check)
         self.episodes = 0
 
     async def _runtime(self) -> Runtime:
@@ -67,7 +77,9 @@ class EnvWorker:
     async def _client(self) -> PoolClient:
         return PoolClient(self.pool)
 
-    async def run(self, req: EpisodeRequest) -> Trajectory:
+    async def run(self, req: EpisodeRequest | CheckRequest) -> Trajectory | CheckResult:
+        if isinstance(req, CheckRequest):
+            return await self._check(req)
         if req.driver == "oracle":
             return await self._oracle(req)
         if req.driver != "policy":
@@ -113,6 +125,22 @@ class EnvWorker:
                                            sample_idx=req.sample_idx)
         self.episodes += 1
         return traj
+
+    async def _check(self, req: CheckRequest) -> CheckResult:
+        """A synthesized candidate's check (synth/checks.py) on this worker's runtime and cache; its code
+        runs in the code sandbox the request names, its programs in this worker's kernels."""
+        from envs.format.code_runner import CodeRunner
+        from synth.checks import run_check
+
+        runtime = await self._runtime()
+        key = (req.code_timeout_s, req.code_sandbox)
+        if key not in self.runners:
+            self.runners[key] = await asyncio.to_thread(CodeRunner, req.code_timeout_s, req.code_sandbox,
+                                                        runtime.limits)
+        async with self.sem:
+            outputs = await run_check(req, runtime, self.cache, self.runners[key])
+        self.episodes += 1
+        return CheckResult(req.stage, outputs)
 
     async def ping(self) -> int:
         return self.episodes

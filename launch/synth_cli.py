@@ -35,18 +35,36 @@ def _table(summary) -> Table:
     return table
 
 
+async def synthesize(cfg, out: str):
+    """The pipeline with its checks where `fabric.mode` says (launch/synth_fabric.py for "fabric");
+    Ray started here is shut down after."""
+    from synth.pipeline import Pipeline
+
+    if cfg.fabric.mode == "local":
+        return await Pipeline(cfg, out).run()
+    import ray
+
+    from launch.synth_fabric import FabricChecker
+
+    started = not ray.is_initialized()
+    try:
+        return await Pipeline(cfg, out, checker=await FabricChecker.start(cfg)).run()
+    finally:
+        if started and ray.is_initialized() and cfg.fabric.ray_address is None:
+            ray.shutdown()
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     import uvloop
 
     from schema.synth import ConfigError, load_synth_config
-    from synth.pipeline import Pipeline
 
     try:
         cfg = load_synth_config(args.config, args.overrides)
     except ConfigError as exc:
         console.print(f"[red]error:[/] {exc}")
         return 2
-    summary = uvloop.run(Pipeline(cfg, args.out).run())
+    summary = uvloop.run(synthesize(cfg, args.out))
     console.print(_table(summary))
     for stage, u in summary.usage_by_stage.items():
         console.print(f"  {stage:<10} {u.requests:>4} requests {u.prompt_tokens:>10,} prompt {u.completion_tokens:>9,} "

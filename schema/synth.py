@@ -76,8 +76,28 @@ class AuditConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     max_new_tokens: int = 16_384
     #: a failed audit that the diagnosis blames on the solver (not the task) still passes
     accept_solver_errors: bool = True
-    #: Hugging Face tokenizer folder used to record the auditor's trajectory ("": the project tokenizer)
+    #: Hugging Face tokenizer folder used to record the auditor's trajectory ("": the project tokenizer;
+    #: fabric.mode=local only)
     tokenizer: str = ""
+
+
+class SynthFabric(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """Where the candidates' checks run (synth/checker.py): "fabric" (env workers, the generator pool
+    serving the audit model, judges, through the scheduler: launch/synth_fabric.py) or "local" (this
+    process, a runtime of its own)."""
+
+    mode: str = "fabric"
+    env_workers: int = 1
+    concurrency: int = 4  # checks and audit episodes at once per env worker
+    judges: int = 1
+    num_cpus: float = 1.0  # per env worker
+    ray_address: str | None = None  # None: Ray in this process; "auto": a running cluster
+
+    def __post_init__(self) -> None:
+        if self.mode not in ("fabric", "local"):
+            raise ValueError(f"fabric.mode must be 'fabric' or 'local', got {self.mode!r}")
+        if self.env_workers < 1 or self.concurrency < 1 or self.judges < 1:
+            raise ValueError("fabric.env_workers, fabric.concurrency and fabric.judges must be at least 1")
 
 
 class SynthConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -106,6 +126,7 @@ class SynthConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     code_sandbox: str = "auto"
     audit: AuditConfig = AuditConfig()
     runtime: RuntimeConfig = RuntimeConfig(warm_pool=2, program_timeout_s=120.0)
+    fabric: SynthFabric = SynthFabric()
 
     def __post_init__(self) -> None:
         construct, audit = self.models.for_stage("construct"), self.models.for_stage("audit")
@@ -118,6 +139,9 @@ class SynthConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
             raise ConfigError(f"code_sandbox must be auto, bwrap or process, got {self.code_sandbox!r}")
         if self.code_timeout_s <= 0:
             raise ConfigError(f"code_timeout_s must be positive, got {self.code_timeout_s}")
+        if self.fabric.mode == "fabric" and self.audit.tokenizer:
+            raise ConfigError("audit.tokenizer is the local checker's: on the fabric the auditor's turns are tokenised "
+                              "with the project tokenizer (as every API model's); drop it, or fabric.mode=local")
 
 
 def load_synth_config(path: str | Path | None = None, overrides: list[str] | None = None) -> SynthConfig:

@@ -65,9 +65,9 @@ async def episode(runtime):
 # (With `PROGAGENT_TEST_WORKERS=N` each xdist worker restarts the cluster where it needs it.)
 RAY_FILES = ("test_train_driver.py", "test_fabric.py", "test_rollout_manager.py", "test_eval_filter.py", "test_harbor_fabric.py",
              "test_learner_group.py", "test_pool_openai.py", "test_weight_transport.py", "test_loca_fabric.py",
-             "test_env_kinds.py")
+             "test_env_kinds.py", "test_synth.py")
 LIBRARY = ("test_library.py",)
-THEN = ("test_cluster.py", "test_vllm_backend.py", "test_synth.py", "test_runtime_security.py", "test_rollout.py",
+THEN = ("test_cluster.py", "test_vllm_backend.py", "test_runtime_security.py", "test_rollout.py",
         "test_harbor_import.py", "test_runtime_programs.py", "test_context_and_model.py",
         "test_learner_megatron.py", "test_runtime_mcp_server.py", "test_task_format.py",
         "test_attack_tool_bridge.py", "test_attack_external_tasks.py", "test_attack_task_tools.py",

@@ -12,7 +12,9 @@ import json
 import os
 import shutil
 import socket
+import threading
 import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import httpx
@@ -22,7 +24,7 @@ from envs.format.code_runner import CandidateCodeError, CodeRunner, CodeTimeout,
 from envs.format.library import load_library, load_task
 from envs.format.task_env import EnvironmentCache, judge
 from launch import synth_cli
-from rollout.tiny_model import train_tokenizer
+from launch.synth_fabric import FabricChecker
 from schema.synth import load_synth_config
 from synth import checks
 from synth.llm import LLM
@@ -43,52 +45,86 @@ def recorded(name: str) -> dict:
 
 
 class Replay:
-    """An HTTP transport that answers chat.completions with recorded responses, in order."""
+    """An OpenAI-compatible endpoint on loopback that answers chat.completions with recorded responses,
+    in order: the pipeline's LLM stages and the generator pool's audit model (another process) both
+    reach it. A request for the wrong model, or one too many, is answered 500 and kept in `problems`."""
 
-    def __init__(self, names: list[str | dict]):
-        self.queue = [recorded(n) if isinstance(n, str) else n for n in names]
+    def __init__(self) -> None:
+        self.queue: list[dict] = []
         self.requests: list[dict] = []
+        self.problems: list[str] = []
+        self.lock = threading.Lock()
+        replay = self
 
-    def handler(self, request: httpx.Request) -> httpx.Response:
-        assert request.url.path.endswith("/chat/completions")
-        body = json.loads(request.content)
-        self.requests.append(body)
-        assert self.queue, f"unexpected request for {body['model']}"
-        response = self.queue.pop(0)
-        assert body["model"] == response["model"], "the stage asked the wrong model"
-        return httpx.Response(200, json=response)
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                with replay.lock:
+                    replay.requests.append(body)
+                    problem = ("not chat.completions" if not self.path.endswith("/chat/completions") else
+                               f"unexpected request for {body['model']}" if not replay.queue else
+                               f"the stage asked {body['model']}, the record is {replay.queue[0]['model']}"
+                               if body["model"] != replay.queue[0]["model"] else "")
+                    response = replay.queue.pop(0) if not problem else {"error": {"message": problem}}
+                    if problem:
+                        replay.problems.append(problem)
+                payload = json.dumps(response).encode()
+                self.send_response(500 if problem else 200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
 
-    def client(self) -> httpx.AsyncClient:
-        return httpx.AsyncClient(transport=httpx.MockTransport(self.handler))
+            def log_message(self, *args) -> None:
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_port}/v1"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def serve(self, names: list[str | dict]) -> "Replay":
+        self.queue = [recorded(n) if isinstance(n, str) else n for n in names]
+        self.requests, self.problems = [], []
+        return self
 
 
 @pytest.fixture(scope="module")
-def tokenizer_dir(tmp_path_factory):
-    """A small byte-level tokenizer of the project's kind, to record the auditor's trajectory quickly."""
-    out = tmp_path_factory.mktemp("tok")
-    texts = [json.dumps(recorded(n)) for n in HAPPY] * 3
-    train_tokenizer(texts, 600).save_pretrained(out)
-    return out
+def replay() -> Replay:
+    return Replay()
 
 
-def config(tokenizer_dir: Path, *overrides: str):
-    url = "http://replay.invalid/v1"
+def config(replay: Replay, *overrides: str):
+    url = replay.url
     return load_synth_config("configs/synth.yaml", [
         "domains=[library]", "intents_per_domain=1", "concurrency=1", "max_repair_rounds=2",
-        f"models={{intents: {{model: {PLANNER}, base_url: '{url}'}}, construct: {{model: {BUILDER}, "
-        f"base_url: '{url}'}}, audit: {{model: {AUDITOR}, base_url: '{url}'}}}}",
-        f"audit.tokenizer={tokenizer_dir}", "audit.max_turns=8", "runtime.program_timeout_s=60", *overrides])
-
-
-def synthesize(cfg, out: Path, replay: Replay):
-    return asyncio.run(Pipeline(cfg, out, http_client=replay.client()).run())
+        f"models={{intents: {{model: {PLANNER}, base_url: '{url}', max_retries: 0}}, construct: {{model: {BUILDER}, "
+        f"base_url: '{url}', max_retries: 0}}, audit: {{model: {AUDITOR}, base_url: '{url}', max_retries: 0}}}}",
+        "audit.max_turns=8", "runtime.program_timeout_s=60", *overrides])
 
 
 @pytest.fixture(scope="module")
-def happy(tmp_path_factory, tokenizer_dir):
+def fabric(ray_session, replay):
+    """The synthesis fabric (launch/synth_fabric.py) every pipeline of this file checks its candidates on:
+    one env worker, a judge, the generator pool serving the auditor through the replay endpoint."""
+    runner = asyncio.run(FabricChecker.start(config(replay))).runner
+    yield runner
+    asyncio.run(runner.close())
+
+
+def synthesize(cfg, out: Path, replay: Replay, fabric):
+    summary = asyncio.run(Pipeline(cfg, out, checker=FabricChecker(cfg, fabric, owns=False)).run())
+    assert replay.problems == []
+    return summary
+
+
+@pytest.fixture(scope="module")
+def happy(tmp_path_factory, replay, fabric):
     out = tmp_path_factory.mktemp("synth") / "out"
-    replay = Replay(HAPPY)
-    summary = synthesize(config(tokenizer_dir), out, replay)
+    episodes = asyncio.run(fabric.episodes_on_workers())
+    summary = synthesize(config(replay.serve(HAPPY)), out, replay, fabric)
+    # every check and the audit's solver ran on the env worker: execute r0 and r1, the audit's oracle
+    # and solver, validate
+    assert asyncio.run(fabric.episodes_on_workers()) - episodes == 5
     return out, summary, replay
 
 
@@ -158,22 +194,22 @@ def test_token_cost_is_recorded_per_stage(happy):
     assert summary.outcomes[0].usage_by_stage["repair"].completion_tokens == expected["repair"][1]
 
 
-def test_rerun_skips_finished_stages(happy, tmp_path, tokenizer_dir):
+def test_rerun_skips_finished_stages(happy, tmp_path, replay, fabric):
     out = tmp_path / "out"
     shutil.copytree(happy[0], out)
-    replay = Replay([])
-    again = synthesize(config(tokenizer_dir), out, replay)  # a finished candidate: nothing to do
+    replay.serve([])
+    again = synthesize(config(replay), out, replay, fabric)  # a finished candidate: nothing to do
     assert replay.requests == [] and again.accepted == [TASK] and again.stages_run == {}
     Store(out).outcome_path(TASK).unlink()  # walk every stage again: all are recorded
     shutil.rmtree(out / "library")
-    again = synthesize(config(tokenizer_dir), out, replay)
+    again = synthesize(config(replay), out, replay, fabric)
     assert replay.requests == [] and again.accepted == [TASK] and again.stages_run == {}
     assert again.stages_skipped == {"intents": 1, "construct": 1, "verifier": 1, "execute": 2, "repair": 1,
                                     "audit": 1, "validate": 1}
     assert list(load_library(out / "library")[0]) == [TASK]
 
 
-def test_candidate_failing_after_max_rounds_is_discarded(happy, tmp_path, tokenizer_dir):
+def test_candidate_failing_after_max_rounds_is_discarded(happy, tmp_path, replay, fabric):
     out = tmp_path / "out"
     shutil.copytree(happy[0], out)  # keep r0 (construct, verifier, failed execute); repair it differently
     store = Store(out)
@@ -181,8 +217,8 @@ def test_candidate_failing_after_max_rounds_is_discarded(happy, tmp_path, tokeni
         p.unlink()
     store.outcome_path(TASK).unlink()
     shutil.rmtree(out / "library")
-    replay = Replay(["repair_still_wrong"])
-    summary = synthesize(config(tokenizer_dir, "max_repair_rounds=1"), out, replay)
+    replay.serve(["repair_still_wrong"])
+    summary = synthesize(config(replay, "max_repair_rounds=1"), out, replay, fabric)
     assert replay.queue == [] and summary.accepted == []
     outcome = summary.outcomes[0]
     assert (outcome.status, outcome.repair_rounds) == ("discarded", 1)
@@ -195,17 +231,17 @@ def test_candidate_failing_after_max_rounds_is_discarded(happy, tmp_path, tokeni
 
 
 @pytest.mark.parametrize("verdict", ["solver_error", "task_defect"])
-def test_failed_audit_is_diagnosed(happy, tmp_path, tokenizer_dir, verdict):
+def test_failed_audit_is_diagnosed(happy, tmp_path, replay, fabric, verdict):
     out = tmp_path / "out"
     shutil.copytree(happy[0], out)
     store = Store(out)
     store.stage_path(TASK, 1, "audit").unlink()  # audit again, this time with a solver that misses a rule
     store.outcome_path(TASK).unlink()
     shutil.rmtree(out / "library")
-    replay = Replay(["audit_1_files", "audit_2_rules", "audit_wrong_3_assess", "audit_wrong_4_answer",
-                     f"diagnose_{verdict}"])
+    replay.serve(["audit_1_files", "audit_2_rules", "audit_wrong_3_assess", "audit_wrong_4_answer",
+                  f"diagnose_{verdict}"])
     # at v0 to keep the test short (the happy path audits at v3): the solver's mistake fails at every scale
-    summary = synthesize(config(tokenizer_dir, "max_repair_rounds=1", "audit.scale=v0"), out, replay)
+    summary = synthesize(config(replay, "max_repair_rounds=1", "audit.scale=v0"), out, replay, fabric)
     assert replay.queue == []
     audit = store.load(store.stage_path(TASK, 1, "audit"))
     assert not audit.ok and audit.outputs["solver"]["reward"] == 0.0
@@ -297,7 +333,7 @@ def with_data_py(folder: Path, dst: Path, source: str, name: str = "data.py") ->
     return dst / folder.name
 
 
-def test_endless_data_py_is_stopped_and_repaired_then_discarded(happy, tmp_path, tokenizer_dir):
+def test_endless_data_py_is_stopped_and_repaired_then_discarded(happy, tmp_path, replay, fabric):
     """r1's data.py never returns: killed after code_timeout_s, fed back to the repair; r2's reads a host
     file outside its folder: not there in the sandbox (with bubblewrap), fed back, and after two rounds
     the candidate is discarded. The pipeline neither hangs nor stops with an error."""
@@ -316,10 +352,9 @@ def test_endless_data_py_is_stopped_and_repaired_then_discarded(happy, tmp_path,
     assert seeded in data
     looping = data.replace(seeded, seeded + "    while rng.random() < 2:  # never ends\n        pass\n", 1)
     reading = data.replace(seeded, seeded + f"    print(open({str(secret)!r}).read())\n", 1)
-    replay = Replay([repair_reply({"data.py": looping}), repair_reply({"data.py": reading})])
+    replay.serve([repair_reply({"data.py": looping}), repair_reply({"data.py": reading})])
     t0 = time.perf_counter()
-    summary = synthesize(config(tokenizer_dir, "max_repair_rounds=2", "code_timeout_s=3", "runtime.warm_pool=0"),
-                         out, replay)
+    summary = synthesize(config(replay, "max_repair_rounds=2", "code_timeout_s=3"), out, replay, fabric)
     seconds = time.perf_counter() - t0
     assert replay.queue == [] and summary.errors == {}
     r1 = store.load(store.stage_path(TASK, 1, "execute"))
@@ -410,3 +445,22 @@ def test_endless_verify_and_its_processes_are_killed(happy, tmp_path):
         time.sleep(0.05)
     else:
         raise AssertionError(f"sleep {pid} survived the deadline")
+
+
+async def test_the_local_checker_reports_what_the_env_workers_reported(happy):
+    """synth/checker.LocalChecker (this process, a runtime of its own) runs the same checks as the
+    fabric's env workers: the same report for the accepted revision."""
+    from synth.checker import LocalChecker
+
+    out, _, replay = happy
+    store = Store(out)
+    checker = LocalChecker(config(replay, "fabric.mode=local"), LLM())
+    try:
+        local = await checker.execute(store.task_dir(TASK, 1), "v0")
+    finally:
+        await checker.close()
+    remote = store.load(store.stage_path(TASK, 1, "execute")).outputs
+    assert local["ok"] and remote["ok"] and local["problems"] == remote["problems"] == []
+    assert local["wrong"] == remote["wrong"] and local["stats"] == remote["stats"]
+    assert {k: local["oracle"][k] for k in ("reward", "criteria", "answer", "calls")} == \
+        {k: remote["oracle"][k] for k in ("reward", "criteria", "answer", "calls")}
