@@ -5,8 +5,6 @@ in another process, so nothing of ours is mocked: it takes exactly a live endpoi
 
 import asyncio
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -25,6 +23,7 @@ from schema.config import (
     WeightTransportConfig,
 )
 from schema.records import EpisodeRequest, Prompt, SamplingParams
+from tests.servers.chat_endpoint import ChatEndpoint
 from tests.test_openai_teacher import FIXTURE
 
 MODEL = "openai:teacher-model-2026-10"
@@ -37,29 +36,15 @@ class ReplayServer:
     def __init__(self) -> None:
         self.replies: list[tuple[int, bytes]] = []
         self.seen: list[dict] = []
-        server = self
+        # the client's retries without its backoff
+        self.endpoint = ChatEndpoint(self._answer, headers={"retry-after-ms": "10"})
+        self.url = self.endpoint.url
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers["Content-Length"]))
-                if self.path != "/v1/chat/completions":
-                    status, payload = 404, b'{"error": {"message": "no such path"}}'
-                else:
-                    server.seen.append(json.loads(body))
-                    status, payload = server.replies.pop(0) if len(server.replies) > 1 else server.replies[0]
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(payload)))
-                self.send_header("retry-after-ms", "10")  # the client's retries without its backoff
-                self.end_headers()
-                self.wfile.write(payload)
-
-            def log_message(self, *args) -> None:
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_port}/v1"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+    def _answer(self, path: str, body: dict) -> tuple[int, bytes]:
+        if path != "/v1/chat/completions":
+            return 404, b'{"error": {"message": "no such path"}}'
+        self.seen.append(body)
+        return self.replies.pop(0) if len(self.replies) > 1 else self.replies[0]
 
     def serve(self, replies: list[tuple[int, bytes]]) -> None:
         self.replies, self.seen = list(replies), []

@@ -14,7 +14,6 @@ import shutil
 import socket
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import httpx
@@ -32,6 +31,7 @@ from synth.parse import ResponseFormatError, parse_files, parse_json
 from synth.pipeline import Pipeline
 from synth.prompts import CONSTRUCT_FILES, IntentList
 from synth.records import Store
+from tests.servers.chat_endpoint import ChatEndpoint
 
 FIX = Path(__file__).parent / "fixtures" / "synth_replay"
 TASK = "library_overdue_fines"
@@ -45,42 +45,29 @@ def recorded(name: str) -> dict:
 
 
 class Replay:
-    """An OpenAI-compatible endpoint on loopback that answers chat.completions with recorded responses,
-    in order: the pipeline's LLM stages and the generator pool's audit model (another process) both
-    reach it. A request for the wrong model, or one too many, is answered 500 and kept in `problems`."""
+    """Recorded chat.completions responses served in order on loopback (tests/servers/chat_endpoint.py):
+    the pipeline's LLM stages and the generator pool's audit model (another process) both reach it. A
+    request for the wrong model, or one too many, is answered 500 and kept in `problems`."""
 
     def __init__(self) -> None:
         self.queue: list[dict] = []
         self.requests: list[dict] = []
         self.problems: list[str] = []
         self.lock = threading.Lock()
-        replay = self
+        self.endpoint = ChatEndpoint(self._answer)
+        self.url = self.endpoint.url
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                with replay.lock:
-                    replay.requests.append(body)
-                    problem = ("not chat.completions" if not self.path.endswith("/chat/completions") else
-                               f"unexpected request for {body['model']}" if not replay.queue else
-                               f"the stage asked {body['model']}, the record is {replay.queue[0]['model']}"
-                               if body["model"] != replay.queue[0]["model"] else "")
-                    response = replay.queue.pop(0) if not problem else {"error": {"message": problem}}
-                    if problem:
-                        replay.problems.append(problem)
-                payload = json.dumps(response).encode()
-                self.send_response(500 if problem else 200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
-
-            def log_message(self, *args) -> None:
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_port}/v1"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+    def _answer(self, path: str, body: dict) -> tuple[int, dict]:
+        with self.lock:
+            self.requests.append(body)
+            problem = ("not chat.completions" if not path.endswith("/chat/completions") else
+                       f"unexpected request for {body['model']}" if not self.queue else
+                       f"the stage asked {body['model']}, the record is {self.queue[0]['model']}"
+                       if body["model"] != self.queue[0]["model"] else "")
+            if problem:
+                self.problems.append(problem)
+                return 500, {"error": {"message": problem}}
+            return 200, self.queue.pop(0)
 
     def serve(self, names: list[str | dict]) -> "Replay":
         self.queue = [recorded(n) if isinstance(n, str) else n for n in names]
@@ -464,3 +451,12 @@ async def test_the_local_checker_reports_what_the_env_workers_reported(happy):
     assert local["wrong"] == remote["wrong"] and local["stats"] == remote["stats"]
     assert {k: local["oracle"][k] for k in ("reward", "criteria", "answer", "calls")} == \
         {k: remote["oracle"][k] for k in ("reward", "criteria", "answer", "calls")}
+
+
+def test_synthesized_tasks_are_a_source_training_can_weight(happy):
+    from envs.sources import check_trainable, resolve_sources
+    from schema.config import SourceSpec
+
+    [src] = resolve_sources({"synth": SourceSpec("library", weight=2.0, args={"library": str(happy[0] / "library")})})
+    assert src.task_ids == [TASK] and src.scales == ["v0", "v1", "v2", "v3"]
+    assert check_trainable([src]) == [src]
