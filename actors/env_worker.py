@@ -108,8 +108,8 @@ class EnvWorker:
                 return await judge.judge.remote(ref, state, answer)
             except (ray.exceptions.RayActorError, ray.exceptions.ActorUnavailableError) as exc:
                 last = exc
-                # a restarting judge needs a moment, seconds on a loaded node (0.5, 1, 2, 4 s: 7.5 s in all by
-                # default); giving up sooner records a verifier error, a zero that is the fabric's, not the policy's
+                # a restarting judge needs a moment, seconds on a loaded node (0.5, 1, 2 s between the default four
+                # attempts); giving up sooner records a verifier error, a zero that is the fabric's, not the policy's
                 if attempt < self.cfg.judge_retries:
                     await asyncio.sleep(min(8.0, 0.5 * 2**attempt))
         return Verdict.failed(f"no judge answered: {last}")

@@ -63,7 +63,7 @@ def api_fabric(ray_session):
         yield runner, server
         asyncio.run(runner.close())
     finally:
-        server.httpd.shutdown()
+        server.endpoint.close()
 
 
 async def test_api_model_episode_on_the_fabric(api_fabric):

@@ -76,8 +76,10 @@ class Replay:
 
 
 @pytest.fixture(scope="module")
-def replay() -> Replay:
-    return Replay()
+def replay():
+    endpoint = Replay()
+    yield endpoint
+    endpoint.endpoint.close()
 
 
 def config(replay: Replay, *overrides: str):
