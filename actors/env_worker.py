@@ -1,8 +1,9 @@
 """Env workers: each runs up to `concurrency` episodes at once over a warm pool of sandboxed kernels.
 
-One episode (rollout/episode.run_episode): open the environment the request names (a library task, an
-imported Harbor task: envs/episode_env.py) → agent loop against the generator pool → stop the
-sandbox → snapshot the final state (bounded) → ship it to a judge (retried on another judge if one
+One episode (rollout/episode.run_episode): open the environment the request names (a library task,
+an imported Harbor task: envs/episode_env.py) → the plan of the request's generator, one of the
+worker's TurnWriters (the policy: the generator pool; the oracle: a library task's reference
+program; rollout/episode.py) → agent loop → stop the sandbox → snapshot the final state (bounded) → ship it to a judge (retried on another judge if one
 dies) → the judged `Trajectory`. A final state that cannot be shipped (too large, links, pipes) is
 the sample's verdict error, never a lost sample. An environment that cannot open raises: the
 scheduler (actors/scheduler.py) decides what a failed episode means.
@@ -21,15 +22,17 @@ import msgspec
 import ray
 
 from actors.generator_pool import PoolClient, resolve_tokenizer
+from envs.episode_env import EpisodeEnv
 from envs.format.task_env import EnvironmentCache
-from envs.kinds import kind_of, load_env
+from envs.kinds import load_env
 from envs.runtime.episode import Runtime
 from rollout.agent_loop import ChatRenderer
-from rollout.episode import InProcess, Shipped, run_episode
+from rollout.episode import EpisodePlan, InProcess, Shipped, TurnWriter, run_episode
+from rollout.teacher import OracleTurns
 from rollout.tokenizer import load_tokenizer
-from schema.config import EnvWorkerConfig
+from schema.config import EnvWorkerConfig, LoopLimits
 from schema.records import (
-    DRIVERS,
+    GENERATORS,
     CheckRequest,
     CheckResult,
     EnvRef,
@@ -40,6 +43,18 @@ from schema.records import (
 )
 
 log = logging.getLogger(__name__)
+
+
+class PolicyTurns:
+    """The policy as an env worker's TurnWriter: the generator pool writes the turns, under the
+    worker's loop limits and the episode's sampling."""
+
+    def __init__(self, pool: Any, limits: LoopLimits):
+        self.pool = pool
+        self.limits = limits
+
+    async def plan(self, env: EpisodeEnv, runtime: Runtime, harness: str, sampling: SamplingParams) -> EpisodePlan:
+        return EpisodePlan(env=env, generator=PoolClient(self.pool), limits=self.limits, sampling=sampling)
 
 
 def episode_sampling(base: SamplingParams, req: EpisodeRequest) -> SamplingParams:
@@ -63,6 +78,8 @@ class EnvWorker:
         self.sem = asyncio.Semaphore(cfg.concurrency)
         self.runners: dict[tuple[float, str], Any] = {}  # code runners of synthesized candidates (_check)
         self.episodes = 0
+        self.writers: dict[str, TurnWriter] = {"policy": PolicyTurns(pool, cfg.limits),
+                                               "oracle": OracleTurns(self.renderer.tok)}
 
     async def _runtime(self) -> Runtime:
         if self.runtime is None:
@@ -74,26 +91,23 @@ class EnvWorker:
         return self.runtime.limits_mode
 
 
-    async def _client(self) -> PoolClient:
-        return PoolClient(self.pool)
-
     async def run(self, req: EpisodeRequest | CheckRequest) -> Trajectory | CheckResult:
         if isinstance(req, CheckRequest):
             return await self._check(req)
-        if req.driver == "oracle":
-            return await self._oracle(req)
-        if req.driver != "policy":
-            raise ValueError(f"unknown episode driver {req.driver!r}; expected one of {', '.join(DRIVERS)}")
+        writer = self.writers.get(req.generator)
+        if writer is None:
+            raise ValueError(f"unknown episode generator {req.generator!r}; expected one of {', '.join(GENERATORS)}")
         runtime = await self._runtime()
         env = await asyncio.to_thread(load_env, req.env, self.cache)
         async with self.sem:
-            client = await self._client()
-            traj = await run_episode(env, runtime, client, self.renderer, req.harness, group_id=req.group_id,
-                                     sample_idx=req.sample_idx, limits=self.cfg.limits, sampling=episode_sampling(self.cfg.sampling, req),
+            plan = await writer.plan(env, runtime, req.harness, episode_sampling(self.cfg.sampling, req))
+            traj = await run_episode(plan.env, runtime, plan.generator, self.renderer, req.harness,
+                                     group_id=req.group_id, sample_idx=req.sample_idx, limits=plan.limits,
+                                     sampling=plan.sampling,
                                      judge=InProcess() if env.judged_in_place else Shipped(self._judge))
-        if traj.termination == "generator_error":
+        if traj.termination == "generator_error" and isinstance(plan.generator, PoolClient):
             log.warning("episode %s:%d ended with generator_error: %s", req.group_id, req.sample_idx,
-                        client.last_error)
+                        plan.generator.last_error)
         self.episodes += 1
         return traj
 
@@ -113,21 +127,6 @@ class EnvWorker:
                 if attempt < self.cfg.judge_retries:
                     await asyncio.sleep(min(8.0, 0.5 * 2**attempt))
         return Verdict.failed(f"no judge answered: {last}")
-
-    async def _oracle(self, req: EpisodeRequest) -> Trajectory:
-        """A teacher trajectory from a library task's oracle (cold-start SFT data), judged in process."""
-        from rollout.teacher import oracle_trajectory
-
-        kind = kind_of(req.env)
-        if not kind.has_oracle:
-            raise ValueError(f"environments of kind {kind.name!r} have no oracle program (library tasks do)")
-        runtime = await self._runtime()
-        env = await asyncio.to_thread(load_env, req.env, self.cache)
-        async with self.sem:
-            traj = await oracle_trajectory(runtime, env, req.harness, self.renderer, group_id=req.group_id,
-                                           sample_idx=req.sample_idx)
-        self.episodes += 1
-        return traj
 
     async def _check(self, req: CheckRequest) -> CheckResult:
         """A synthesized candidate's check (synth/checks.py) on this worker's runtime and cache; its code

@@ -131,6 +131,16 @@ class Fabric:
             self.worker_cfg, self.model_path, self.pool, self.judges)
 
     async def ready(self) -> dict[str, Any]:
+        """The fabric once its env workers and generators answer, within `fabric.start_timeout_s`."""
+        timeout = self.cfg.fabric.start_timeout_s
+        try:
+            return await asyncio.wait_for(self._ready(), timeout)
+        except TimeoutError:
+            raise RuntimeError(f"the fabric did not start within fabric.start_timeout_s={timeout:.0f} s: "
+                               "does the cluster have the CPUs/GPUs its env workers and generators ask for? "
+                               "(`ray status` shows pending demands)") from None
+
+    async def _ready(self) -> dict[str, Any]:
         for attempt in range(6):  # a worker placed on a node that is leaving (not yet marked dead): another
             live = list(self.env.live)
             results = await asyncio.gather(*(w.ready.remote() for w in live), return_exceptions=True)
@@ -158,11 +168,17 @@ class Fabric:
         (generators and learner ranks too), so a driver that keeps its Ray cluster (a notebook, a test
         session, a sweep) keeps no idle actors. Dead actors are fine."""
         await self.scheduler.stop()
-        await asyncio.gather(*(w.close.remote() for w in self.env.live), return_exceptions=True)
+        # bounded: a worker that never started (or stopped answering) would take its close() for ever;
+        # it is killed below either way
+        closing = [asyncio.ensure_future(w.close.remote()) for w in self.env.live]
+        if closing:
+            _, late = await asyncio.wait(closing, timeout=10.0)
+            for f in late:
+                f.cancel()
         handles = [*self.env.made, *self.judges, self.learner]
         try:
-            handles += await self.pool.handles.remote()
-        except ray.exceptions.RayError:
+            handles += await asyncio.wait_for(self.pool.handles.remote(), 30.0)
+        except (ray.exceptions.RayError, TimeoutError):
             pass
         for handle in (*handles, self.pool):
             if handle is not None:

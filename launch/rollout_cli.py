@@ -63,7 +63,7 @@ async def collect(args: argparse.Namespace) -> int:
         return 2
     oracle = teacher == "oracle"
     reqs = [EpisodeRequest(env=r, group_id=f"collect-{src.name}-{r.task_id}-{r.scale}", sample_idx=i,
-                           harness=args.harness, driver="oracle" if oracle else "policy")
+                           harness=args.harness, generator="oracle" if oracle else "policy")
             for src in sources if src.kind.has_oracle or not oracle for r in src.refs for i in range(args.samples)]
     if not reqs:
         console.print("[red]error:[/] no source has an oracle program (library tasks do): use --teacher openai:MODEL")

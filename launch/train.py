@@ -62,7 +62,7 @@ async def teacher_data(fabric: Fabric, cfg: TrainConfig, sources: list[Source]) 
         return [decoder.decode(line) for line in Path(cfg.sft.teacher).read_bytes().splitlines() if line.strip()]
     harness = cfg.fabric.env_worker.harness
     reqs = [EpisodeRequest(env=r, group_id=f"oracle-{src.name}-{r.task_id}-{r.scale}", sample_idx=0, harness=harness,
-                           driver="oracle") for src in sources if src.kind.has_oracle for r in src.refs]
+                           generator="oracle") for src in sources if src.kind.has_oracle for r in src.refs]
     if not reqs:
         raise ConfigError("sft.teacher: oracle, but no training source's kind has an oracle program (library tasks "
                           "do): give a JSONL of teacher trajectories (progagent collect) or sft.enabled=false")

@@ -9,7 +9,8 @@ the rendered conversation is `decode(ids)`.
 
 Limits: `max_turns` model turns; `max_context_tokens` for the whole sequence (the next turn's
 generation budget is what is left; an observation that would not fit ends the episode with
-`context_limit`); `max_new_tokens` per turn (a cut turn gets an error observation and continues).
+`context_limit`); `max_response_tokens` the same for everything after the prompt (`response_limit`);
+`max_new_tokens` per turn (a cut turn gets an error observation and continues).
 An episode the runtime ended (its disk limit) ends the loop with `disk_limit` after that observation.
 """
 
@@ -141,14 +142,29 @@ class _Run:
         self.termination = termination
         return False
 
+    def room(self) -> tuple[int, str]:
+        """Tokens the sequence may still grow by, and the limit that binds (context or response)."""
+        context = self.limits.max_context_tokens - len(self.ids)
+        if self.limits.max_response_tokens is None:
+            return context, "context_limit"
+        response = self.limits.max_response_tokens - (len(self.ids) - self.prompt_len)
+        return (response, "response_limit") if response < context else (context, "context_limit")
+
+    def fits(self, new: list[int]) -> bool:
+        """Whether `new` (tokens the model did not write) fits and leaves the model a token; if not the
+        episode ends at the binding limit."""
+        left, limit = self.room()
+        return len(new) < left or self.end(limit)
+
     async def generate(self) -> tuple[Generation, Turn, ParsedTurn] | None:
         """The model's next turn, parsed; None when no turn can start (time, context, generator)."""
         if self.deadline is not None and time.monotonic() >= self.deadline:
             self.termination = "time_limit"
             return None
-        budget = min(self.limits.max_new_tokens, self.limits.max_context_tokens - len(self.ids))
+        left, limit = self.room()
+        budget = min(self.limits.max_new_tokens, left)
         if budget < 1:
-            self.termination = "context_limit"
+            self.termination = limit
             return None
         t0 = time.perf_counter()
         try:
@@ -158,6 +174,9 @@ class _Run:
         except GeneratorError:
             self.termination = "generator_error"
             return None
+        if len(gen.token_ids) > budget:  # a backend that overran its budget (a chat API re-tokenised): cut
+            gen = msgspec.structs.replace(gen, token_ids=gen.token_ids[:budget], logprobs=gen.logprobs[:budget],
+                                          finish_reason="length")
         self.append(gen.token_ids, True, gen.logprobs)
         self.versions.append(gen.policy_version)
         if gen.api_prompt_tokens or gen.api_completion_tokens:
@@ -180,8 +199,8 @@ class _Run:
         if following is None:
             return False
         user_ids = self.renderer.encode(self.renderer.turn_close(gen.finish_reason) + self.renderer.user_turn(following))
-        if len(self.ids) + len(user_ids) >= self.limits.max_context_tokens:
-            return self.end("context_limit")
+        if not self.fits(user_ids):
+            return False
         self.append(user_ids, False)
         self.messages.append({"role": "user", "content": following})
         self.termination = "max_turns"
@@ -223,8 +242,8 @@ class _Run:
         self.messages.extend({"role": "tool", "content": o} for o in observations)
         obs_ids = self.renderer.encode(self.renderer.turn_close(gen.finish_reason) + self.renderer.observation(observations))
         turn.observation_tokens = len(obs_ids)
-        if len(self.ids) + len(obs_ids) >= self.limits.max_context_tokens:
-            return self.end("context_limit")
+        if not self.fits(obs_ids):
+            return False
         self.append(obs_ids, False)
         self.tool_output_tokens += len(obs_ids)
         if getattr(self.episode, "ended", None):  # its disk limit: no more programs run (envs/runtime/episode.py)

@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import msgspec
@@ -80,6 +81,26 @@ class Shipped:
 
     async def verdict(self, env: EpisodeEnv, final: bytes | Verdict, answer: str) -> Verdict:
         return final if isinstance(final, Verdict) else await self.call(env.ref, final, answer)
+
+
+@dataclass(frozen=True)
+class EpisodePlan:
+    """Who writes one episode's model turns and under which loop limits and sampling: what a
+    `TurnWriter` makes for an env worker, which then runs every plan the same way (run_episode)."""
+
+    env: EpisodeEnv
+    generator: Generator | Callable[[Episode], Generator]
+    limits: LoopLimits | None = None
+    sampling: SamplingParams | None = None
+
+
+class TurnWriter(Protocol):
+    """The generator seam of an env worker: a plan for one episode of `env` through `harness` — the
+    policy (the generator pool) or a teacher (a library task's oracle: rollout/teacher.OracleTurns).
+    An env worker holds one per name (EpisodeRequest.generator), so a new teacher is one more entry and
+    no branch in the worker."""
+
+    async def plan(self, env: EpisodeEnv, runtime: Runtime, harness: str, sampling: SamplingParams) -> EpisodePlan: ...
 
 
 def _least(*values: float | None) -> float | None:

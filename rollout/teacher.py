@@ -16,11 +16,13 @@ from typing import Any
 
 import msgspec
 
+from envs.episode_env import EpisodeEnv
 from envs.format.library import split_cells
 from envs.format.task_env import LibraryTaskEnv
+from envs.kinds import kind_of
 from envs.runtime.episode import Episode, Runtime
 from rollout.agent_loop import ChatRenderer
-from rollout.episode import run_episode
+from rollout.episode import EpisodePlan, run_episode
 from rollout.generators.scripted import ScriptedGenerator
 from schema.config import LoopLimits
 from schema.records import Generation, Prompt, SamplingParams, Trajectory
@@ -49,11 +51,14 @@ class OracleGenerator(ScriptedGenerator):
         return await super().generate(prompt, sampling)
 
 
-async def oracle_trajectory(runtime: Runtime, env: LibraryTaskEnv, harness: str, renderer: ChatRenderer,
-                            limits: LoopLimits | None = None, group_id: str = "", sample_idx: int = 0) -> Trajectory:
-    """The task's oracle as a judged trajectory through `harness` (module docstring)."""
-    limits = limits or LoopLimits(max_turns=400, max_context_tokens=1 << 20, max_new_tokens=1 << 14,
-                                  max_calls_per_turn=1)
+#: the oracle's loop limits: its cells are not the model's, so the run's turn and context limits do not bind it
+ORACLE_LIMITS = LoopLimits(max_turns=400, max_context_tokens=1 << 20, max_new_tokens=1 << 14, max_calls_per_turn=1)
+
+
+async def oracle_plan(runtime: Runtime, env: LibraryTaskEnv, harness: str, tokenizer: Any,
+                      limits: LoopLimits | None = None) -> EpisodePlan:
+    """The task's oracle as the writer of an episode's turns through `harness` (module docstring)."""
+    limits = limits or ORACLE_LIMITS
     cells = split_cells(env.task.oracle_source)
     answer: str | None = None
     if harness == "dtc":
@@ -70,11 +75,32 @@ async def oracle_trajectory(runtime: Runtime, env: LibraryTaskEnv, harness: str,
     else:
         replies = [call_text("programmatic_tool_call", {"code": cell}) for cell in cells]
     # the oracle's cells are not the model's: the task's own turn limit does not apply to them
-    env = _without_turn_limit(env)
-    return await run_episode(env, runtime, lambda episode: OracleGenerator(renderer.tok, replies, episode, answer),
-                             renderer, harness, limits=limits,
-                             sampling=SamplingParams(temperature=1.0, max_new_tokens=limits.max_new_tokens),
-                             group_id=group_id or f"oracle-{env.task.id}-{env.scale}", sample_idx=sample_idx)
+    return EpisodePlan(env=_without_turn_limit(env),
+                       generator=lambda episode: OracleGenerator(tokenizer, replies, episode, answer),
+                       limits=limits, sampling=SamplingParams(temperature=1.0, max_new_tokens=limits.max_new_tokens))
+
+
+class OracleTurns:
+    """The oracle teacher as an env worker's TurnWriter (rollout/episode.py): environments whose kind
+    has an oracle program (library tasks); any other is refused with the reason."""
+
+    def __init__(self, tokenizer: Any):
+        self.tokenizer = tokenizer
+
+    async def plan(self, env: EpisodeEnv, runtime: Runtime, harness: str, sampling: SamplingParams) -> EpisodePlan:
+        kind = kind_of(env.ref)
+        if not kind.has_oracle or not isinstance(env, LibraryTaskEnv):
+            raise ValueError(f"environments of kind {kind.name!r} have no oracle program (library tasks do)")
+        return await oracle_plan(runtime, env, harness, self.tokenizer)
+
+
+async def oracle_trajectory(runtime: Runtime, env: LibraryTaskEnv, harness: str, renderer: ChatRenderer,
+                            limits: LoopLimits | None = None, group_id: str = "", sample_idx: int = 0) -> Trajectory:
+    """The task's oracle as a trajectory judged in process (oracle_plan)."""
+    plan = await oracle_plan(runtime, env, harness, renderer.tok, limits)
+    return await run_episode(plan.env, runtime, plan.generator, renderer, harness, limits=plan.limits,
+                             sampling=plan.sampling, group_id=group_id or f"oracle-{env.task.id}-{env.scale}",
+                             sample_idx=sample_idx)
 
 
 def _without_turn_limit(env: LibraryTaskEnv) -> LibraryTaskEnv:

@@ -78,6 +78,14 @@ class LoopLimits(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     max_context_tokens: int = 32_768
     max_new_tokens: int = 1024
     max_calls_per_turn: int = 1
+    #: the response (every token after the prompt: the model's and the observations') ends within this
+    #: many tokens (`response_limit`), as a host trainer with a fixed response length needs (verl's
+    #: `response_length`): cutting an episode judged whole would train on a prefix of it. None: no budget
+    max_response_tokens: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.max_response_tokens is not None and self.max_response_tokens < 1:
+            raise ValueError(f"max_response_tokens must be ≥ 1 (or unset), got {self.max_response_tokens}")
 
 
 #: a model named `openai:NAME` is served by the openai backend
@@ -275,6 +283,13 @@ class FabricConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     learner_cpus_per_rank: float = 1.0
     learner_placement: str = "PACK"  # the placement group's strategy: PACK | SPREAD | STRICT_PACK | STRICT_SPREAD
     weights: WeightTransportConfig = WeightTransportConfig()
+    #: env workers and generators that have not started by then fail the run with an error naming them
+    #: (the cluster lacks their resources, or Ray lost their creation) rather than leaving it waiting
+    start_timeout_s: float = 900.0
+
+    def __post_init__(self) -> None:
+        if self.start_timeout_s <= 0:
+            raise ValueError(f"fabric.start_timeout_s must be > 0, got {self.start_timeout_s}")
 
 
 class SFTStage(msgspec.Struct, frozen=True, forbid_unknown_fields=True):

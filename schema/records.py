@@ -74,9 +74,10 @@ class Turn(msgspec.Struct):
 
 
 #: why an episode's agent loop ended (rollout/agent_loop.py): a final answer, a limit of the loop (turns,
-#: context, the environment's wall clock), the generator or the environment failing, or the runtime
-#: ending the episode at its disk limit
-TERMINATIONS = ("answer", "max_turns", "context_limit", "time_limit", "generator_error", "env_error", "disk_limit")
+#: context, the response budget, the environment's wall clock), the generator or the environment failing,
+#: or the runtime ending the episode at its disk limit
+TERMINATIONS = ("answer", "max_turns", "context_limit", "response_limit", "time_limit", "generator_error",
+                "env_error", "disk_limit")
 
 
 class Trajectory(msgspec.Struct):
@@ -156,21 +157,22 @@ class EnvRef(msgspec.Struct, frozen=True):
         raise NotImplementedError(f"{type(self).__name__} has no scale")
 
 
-#: who writes the model's turns of an episode (EpisodeRequest.driver)
-DRIVERS = ("policy", "oracle")
+#: who writes the model's turns of an episode (EpisodeRequest.generator; an env worker's TurnWriters)
+GENERATORS = ("policy", "oracle")
 
 
 class EpisodeRequest(msgspec.Struct, frozen=True):
-    """One episode to run: where, which sample of which group, through which harness, driven by whom:
-    "policy" (the generator pool: training, evaluation) or "oracle" (a library task's reference
-    program through the same loop: cold-start SFT data)."""
+    """One episode to run: where, which sample of which group, through which harness, and which of the
+    env worker's generators writes the model's turns: "policy" (the generator pool: training,
+    evaluation) or "oracle" (a library task's reference program through the same loop: cold-start SFT
+    data). Both are TurnWriters (rollout/episode.py) the worker runs the same way."""
 
     env: EnvRef
     group_id: str
     sample_idx: int
     harness: str = "ptc"
     seed: int | None = None
-    driver: str = "policy"
+    generator: str = "policy"
     temperature: float | None = None  # None: the env worker's sampling temperature
     attempt: int = 0  # how many times it ran before (the scheduler's count of failed attempts and re-runs)
 

@@ -157,6 +157,17 @@ def test_a_kind_defined_in_a_test_file_trains_two_gspo_steps_and_runs_a_sweep(ra
     assert "| model | harness | toy |" in (out / "report.md").read_text()
 
 
+def test_the_oracle_writes_turns_only_for_a_kind_with_an_oracle_program():
+    """The oracle is one of an env worker's TurnWriters (rollout/teacher.OracleTurns): asked for an
+    environment of a kind without an oracle program, it refuses and names the kind."""
+    from rollout.teacher import OracleTurns
+    from schema.records import SamplingParams
+
+    env = load_env(ToyRef(1, 2), None)
+    with pytest.raises(ValueError, match="kind 'toy_sum' have no oracle program"):
+        asyncio.run(OracleTurns(tokenizer=None).plan(env, None, "ptc", SamplingParams()))
+
+
 # ---------------------------------------------------------------- the registry
 
 

@@ -26,6 +26,12 @@ from schema.records import EpisodeRequest, Prompt, SamplingParams
 from tests.test_rollout import TASK, tiny_path  # noqa: F401
 from tests.test_task_format import write_task
 
+# Handles of killed actors, held to the end of the session. Ray 2.60 can lose an actor registration
+# when the out-of-scope report of an actor that was just killed reaches its GCS at the same moment
+# (RegisterActor then never answers, and the next test's actors never start): holding the handle
+# means no such report is ever sent.
+_KILLED: list = []
+
 
 @pytest.fixture
 def ray_cluster(ray_session):
@@ -35,6 +41,15 @@ def ray_cluster(ray_session):
     yield made
     for handle in made:
         ray.kill(handle)
+    _KILLED.extend(made)
+
+
+async def within(awaitable, seconds: float, what: str):
+    """`awaitable` with a deadline: a fabric that stops answering fails the test instead of hanging it."""
+    try:
+        return await asyncio.wait_for(awaitable, seconds)
+    except TimeoutError:
+        pytest.fail(f"{what} did not answer within {seconds:.0f} s")
 
 
 @pytest.fixture(scope="module")
@@ -170,10 +185,11 @@ async def test_judge_crash_is_retried_and_verifier_failures_are_recorded(ray_clu
     judge = Judge.options(num_cpus=0).remote()
     worker = EnvWorker.options(num_cpus=0.5, max_concurrency=100).remote(WORKER, str(tiny_path), pool, [judge])
     track(ray_cluster, judge, worker)
-    await worker.ready.remote()
-    await judge.ping.remote()
+    await within(worker.ready.remote(), 180, "a new env worker")
+    await within(judge.ping.remote(), 60, "a new judge")
     ray.kill(judge, no_restart=False)
-    traj = await worker.run.remote(EpisodeRequest(env=TaskRef(TASK, "v0"), group_id="j", sample_idx=0))
+    traj = await within(worker.run.remote(EpisodeRequest(env=TaskRef(TASK, "v0"), group_id="j", sample_idx=0)),
+                        300, "an episode judged by a restarted judge")
     assert traj.verifier_error is None and traj.criteria  # judged after the restart
     assert torch.tensor(traj.loss_mask).sum() > 0
 

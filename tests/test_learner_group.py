@@ -144,3 +144,21 @@ def test_a_run_the_cluster_cannot_hold_is_refused_before_any_actor_starts(ray_se
     with pytest.raises(RuntimeError, match=r"needs 2 GPUs \(learner 2\) and the Ray cluster has 0.*ray.check_resources"):
         Fabric(cfg, "unused")
     assert len([a for a in ray._private.state.actors().values() if a["State"] != "DEAD"]) == before
+
+
+async def test_a_fabric_that_cannot_start_stops_at_its_deadline(ray_session):
+    """A cluster that cannot place an env worker (no node has its CPUs; totals unchecked as on an
+    autoscaling cluster) ends in an error at `fabric.start_timeout_s`, not an endless wait."""
+    from launch.fabric import Fabric
+    from schema.load import load_config
+
+    cfg = load_config(ROOT / "configs" / "local.yaml", ["fabric.env_worker.num_cpus=500", "ray.check_resources=false",
+                                                         "fabric.start_timeout_s=3"])
+    fabric = Fabric(cfg, str(ROOT / "unused"), with_learner=False)
+    try:
+        with pytest.raises(RuntimeError, match=r"did not start within fabric.start_timeout_s=3 s"):
+            await fabric.ready()
+    finally:
+        await fabric.close()
+    with pytest.raises(Exception, match="start_timeout_s must be > 0"):
+        load_config(None, ["fabric.start_timeout_s=0"])

@@ -138,8 +138,20 @@ async def test_termination_reasons(tiny_path, renderer, runtime, cache):
                                limits=LoopLimits(max_turns=5, max_context_tokens=prompt_len + 200))
         assert traj.termination == "context_limit" and len(traj.turns) == 1
         assert traj.token_ids[-1] == renderer.tok.convert_tokens_to_ids("<|im_end|>")
+        # a response budget (verl's response_length): the episode ends within it, never cut after judging
+        small = call_text("programmatic_tool_call", {"code": "print('x' * 20)"})
+        for budget in (60, 150, 400):
+            scripted = ScriptedGenerator(renderer.tok, [small] * 6)
+            traj = await run_agent(scripted, renderer, ep, harness, task.instruction, task_id=task.id, scale="v0",
+                                   limits=LoopLimits(max_turns=6, max_response_tokens=budget, max_new_tokens=64))
+            assert len(traj.token_ids) - traj.prompt_len <= budget
+            assert traj.termination == "response_limit", (budget, traj.termination)
+            assert len(traj.token_ids) == len(traj.loss_mask) == len(traj.logprobs)
+        with pytest.raises(ValueError, match="max_response_tokens"):
+            LoopLimits(max_response_tokens=0)
         scripted = ScriptedGenerator(renderer.tok, ["All done.\nANSWER: 0; 0"])
-        traj = await run_agent(scripted, renderer, ep, harness, task.instruction, task_id=task.id, scale="v0")
+        traj = await run_agent(scripted, renderer, ep, harness, task.instruction, task_id=task.id, scale="v0",
+                               limits=LoopLimits(max_response_tokens=4096))
         assert traj.termination == "answer" and traj.final_answer == "All done.\nANSWER: 0; 0"
         scripted = ScriptedGenerator(renderer.tok, [])
         traj = await run_agent(scripted, renderer, ep, harness, task.instruction, task_id=task.id, scale="v0")
