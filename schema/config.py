@@ -121,6 +121,29 @@ class EnvWorkerConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     num_cpus: float = 1.0
 
 
+class HostLoopConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """ProgAgent's episodes inside another RL framework's rollout workers (integrations/: verl's agent
+    loop, the verifiers harness): what one worker process runs. The host fixes the sequence lengths
+    (verl's prompt_length and response_length), so the context and response budgets come from it,
+    not from here."""
+
+    harness: str = "ptc"  # a row that names no harness runs this one
+    max_episodes: int = 8  # episodes at once in one worker process (the rest wait, holding no kernel)
+    max_turns: int = 30
+    #: one model turn's tokens; None: whatever is left of the response budget
+    max_new_tokens: int | None = None
+    max_calls_per_turn: int = 1
+    runtime: RuntimeConfig = RuntimeConfig(warm_pool=2)
+    #: a verifier's deadline (None: the environment's own)
+    judge_timeout_s: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.max_episodes < 1:
+            raise ValueError(f"max_episodes must be ≥ 1, got {self.max_episodes}")
+        if self.harness not in ("ptc", "dtc", "hybrid"):
+            raise ValueError(f"harness must be ptc, dtc or hybrid, got {self.harness!r}")
+
+
 class RolloutConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """Groups, staleness and the in-flight window (actors/rollout_manager.py states the rule)."""
 

@@ -1,0 +1,185 @@
+"""ProgAgent as a verl agent loop: `agent_name: progagent` runs a ProgAgent episode for a dataset row.
+
+    # agent_loop.yaml (actor_rollout_ref.rollout.agent.agent_loop_config_path)
+    - name: progagent
+      _target_: integrations.verl.agent_loop.ProgAgentLoop
+      harness: ptc            # HostLoopConfig (schema/config.py): harness, max_episodes, max_turns, runtime, ...
+      max_episodes: 8
+
+A row (integrations/verl/dataset.py writes them) names an environment of any ProgAgent kind (library
+task, Harbor task, LOCA-bench, Toolathlon, MCPMark ...) and a harness. `run` opens it in this worker
+process's shared `Runtime` (warm pool of sandboxed kernels; at most `max_episodes` episodes at once),
+runs ProgAgent's own agent loop with verl's servers writing the model's turns (ServerGenerator: one
+request id per episode, the server's log-probs and weights' step kept), judges the final state here
+under the environment's deadline (judging), and returns verl's AgentLoopOutput: prompt ids, response ids
+(model and observation tokens), response mask (1 on model tokens), log-probs (0 on observations),
+the reward (so verl's reward loop is skipped) and `reward_extra_info` with the same keys for every
+episode (integrations/episode_info.py).
+
+Lengths are verl's: the prompt must fit `rollout.prompt_length` (else PromptTooLong, naming the key),
+and the episode ends within `rollout.response_length` (`response_limit`) rather than being cut after
+it was judged — a cut episode would train on a prefix of what was judged whole.
+
+verl makes a new loop object per sample (hydra), so what is costly lives per worker process (and
+per event loop): the runtime, the environment cache, the renderer, the episode slots. The first
+episode of a process checks that the node can sandboxes at all (envs/runtime/preflight.py) and
+fails with the fix named when it cannot.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+from omegaconf import DictConfig, ListConfig, OmegaConf
+from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopMetrics, AgentLoopOutput, register
+
+from envs.episode_env import EpisodeEnv
+from envs.format.task_env import EnvironmentCache
+from envs.kinds import load_env
+from envs.runtime.episode import Runtime
+from envs.runtime.preflight import check_host
+from integrations.episode_info import episode_info
+from integrations.verl.rows import EpisodeRow
+from integrations.verl.server_generator import ServerGenerator
+from rollout.agent_loop import ChatRenderer
+from rollout.episode import InProcess, Judging, Shipped, run_episode
+from schema.config import HostLoopConfig, LoopLimits
+from schema.load import ConfigError
+from schema.records import SamplingParams, Trajectory
+
+log = logging.getLogger(__name__)
+
+#: what verl's AgentLoopWorker passes besides the YAML entry's settings (verl 0.9.1): its tools, and the
+#: entry's own registry name
+_VERL_KWARGS = {"tools", "name"}
+
+
+@dataclass
+class _Shared:
+    """One worker process's (one event loop's) episode machinery."""
+
+    config: HostLoopConfig
+    runtime: Runtime
+    cache: EnvironmentCache
+    renderer: ChatRenderer
+    stop_ids: frozenset[int]
+    slots: asyncio.Semaphore
+    limits_mode: str
+
+
+_shared: dict[asyncio.AbstractEventLoop, _Shared] = {}
+_starting: dict[asyncio.AbstractEventLoop, asyncio.Lock] = {}
+
+
+async def shared(config: HostLoopConfig, tokenizer: Any) -> _Shared:
+    """This event loop's machinery, made by its first episode (the first config wins; a later loop
+    object with another config is told so)."""
+    loop = asyncio.get_running_loop()
+    lock = _starting.setdefault(loop, asyncio.Lock())
+    async with lock:
+        have = _shared.get(loop)
+        if have is not None:
+            if have.config != config:
+                log.warning("progagent agent loop: this worker runs with its first settings %s, not %s",
+                            have.config, config)
+            return have
+        mode = await asyncio.to_thread(check_host, config.runtime, where="the progagent agent loop's runtime")
+        renderer = ChatRenderer(tokenizer)
+        end = tokenizer.convert_tokens_to_ids(renderer.end_text)
+        stop_ids = frozenset(i for i in (end, tokenizer.eos_token_id) if isinstance(i, int))
+        runtime = await Runtime(config.runtime).start(wait=False)
+        made = _Shared(config, runtime, EnvironmentCache(), renderer, stop_ids,
+                       asyncio.Semaphore(config.max_episodes), mode)
+        _shared[loop] = made
+        return made
+
+
+async def close_shared() -> None:
+    """Close this event loop's machinery (tests; a worker process's kernels otherwise end with it)."""
+    loop = asyncio.get_running_loop()
+    made = _shared.pop(loop, None)
+    _starting.pop(loop, None)
+    if made is not None:
+        await made.runtime.close()
+
+
+def _plain(value: Any) -> Any:
+    return OmegaConf.to_container(value, resolve=True) if isinstance(value, DictConfig | ListConfig) else value
+
+
+def host_config(settings: dict[str, Any]) -> HostLoopConfig:
+    """The YAML entry's keys as HostLoopConfig; an unknown key or a bad value is a ConfigError naming it."""
+    try:
+        return msgspec.convert({k: _plain(v) for k, v in settings.items()}, HostLoopConfig, strict=False)
+    except (msgspec.ValidationError, ValueError, TypeError) as exc:
+        raise ConfigError(f"the progagent agent loop's settings (agent_loop_config_path): {exc}") from None
+
+
+@register("progagent")
+class ProgAgentLoop(AgentLoopBase):
+    """ProgAgent's episode as verl's agent loop (module docstring)."""
+
+    def __init__(self, trainer_config: Any, server_manager: Any, tokenizer: Any, processor: Any, dataset_cls: Any,
+                 data_config: Any, hf_model_type: str | None = None, **kwargs: Any):
+        verl_kwargs = {k: kwargs.pop(k) for k in list(kwargs) if k in _VERL_KWARGS}
+        self.settings = host_config(kwargs)
+        verl_kwargs.pop("name", None)
+        super().__init__(trainer_config, server_manager, tokenizer, processor, dataset_cls, data_config,
+                         hf_model_type, **verl_kwargs)
+
+    def limits(self) -> LoopLimits:
+        """The loop's limits under verl's fixed lengths (module docstring)."""
+        prompt, response = int(self.rollout_config.prompt_length), int(self.rollout_config.response_length)
+        s = self.settings
+        return LoopLimits(max_turns=s.max_turns, max_context_tokens=prompt + response,
+                          max_new_tokens=min(s.max_new_tokens or response, response),
+                          max_calls_per_turn=s.max_calls_per_turn, max_response_tokens=response)
+
+    async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> AgentLoopOutput:
+        row = EpisodeRow.from_extra_info(kwargs.get("extra_info"), default_harness=self.settings.harness)
+        ref = row.ref()
+        machinery = await shared(self.settings, self.tokenizer)
+        generator = ServerGenerator(self.server_manager, sampling_params, machinery.stop_ids,
+                                    prompt_limit=int(self.rollout_config.prompt_length), request_id=uuid.uuid4().hex)
+        sampling = SamplingParams(temperature=float(sampling_params.get("temperature", 1.0)),
+                                  top_p=float(sampling_params.get("top_p", 1.0)))
+        async with machinery.slots:
+            env = await asyncio.to_thread(load_env, ref, machinery.cache,
+                                          judge_timeout_s=self.settings.judge_timeout_s)
+            traj = await run_episode(env, machinery.runtime, generator, machinery.renderer, row.harness,
+                                     group_id=f"{ref.task_id}-{ref.scale}-{kwargs.get('index', 0)}",
+                                     limits=self.limits(), sampling=sampling, judge=judging(env))
+        if traj.termination == "generator_error":
+            log.warning("progagent episode %s ended with generator_error: %s", traj.group_id, generator.last_error)
+        return agent_loop_output(traj, generator)
+
+
+def judging(env: EpisodeEnv) -> Judging:
+    """Judged here, in this worker: on the live state when only that can be judged (LOCA-bench), else
+    from the stopped episode's bounded snapshot by the environment's own shipped judge (a library
+    task's verifier in a forked child that is killed at its deadline: a verifier that hangs costs
+    this worker nothing)."""
+    if env.judged_in_place:
+        return InProcess()
+    return Shipped(lambda ref, state, answer: asyncio.to_thread(env.judge_shipped, state, answer))
+
+
+def agent_loop_output(traj: Trajectory, generator: ServerGenerator) -> AgentLoopOutput:
+    """A judged trajectory as verl's AgentLoopOutput (module docstring)."""
+    p = traj.prompt_len
+    extra: dict[str, Any] = {"reward_extra_info": episode_info(traj), "progagent_task": f"{traj.task_id}@{traj.scale}",
+                             "progagent_termination": traj.termination, "request_id": generator.request_id}
+    if generator.min_version is not None:
+        extra["min_global_steps"], extra["max_global_steps"] = generator.min_version, generator.max_version
+    messages = 1 + sum(1 + (1 if t.observations else 0) for t in traj.turns)  # user, assistant, tool turns
+    return AgentLoopOutput(
+        prompt_ids=traj.token_ids[:p], response_ids=traj.token_ids[p:], response_mask=traj.loss_mask[p:],
+        response_logprobs=traj.logprobs[p:], reward_score=float(traj.reward), num_turns=messages,
+        metrics=AgentLoopMetrics(generate_sequences=float(traj.metrics.get("generate_s", 0.0)),
+                                 tool_calls=float(traj.metrics.get("execute_s", 0.0))),
+        extra_fields=extra)
