@@ -31,7 +31,7 @@ def main(argv: list[str] | None = None) -> int:
     synth_cli.add_arguments(p)
     p.set_defaults(run=synth_cli.run)
 
-    p = sub.add_parser("model", help="build the tiny self-made model")
+    p = sub.add_parser("model", help="build the tiny self-made model, or import a GGUF model")
     rollout_cli.add_model_arguments(p)
 
     p = sub.add_parser("collect", help="collect teacher trajectories (SFT data) from the oracle or an API model")

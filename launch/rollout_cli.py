@@ -105,6 +105,22 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
     p.add_argument("--layers", type=int, default=2)
     p.add_argument("--seed", type=int, default=0)
     p.set_defaults(run=cmd_build_tiny)
+    p = sub.add_parser("import-gguf", help="convert a GGUF model file (llama.cpp's format) to a Hugging Face folder")
+    p.add_argument("gguf", help="the .gguf file")
+    p.add_argument("out", help="the Hugging Face folder to write (new or empty)")
+    p.add_argument("--dtype", default="float32", choices=("float32", "bfloat16", "float16"))
+    p.set_defaults(run=cmd_import_gguf)
+
+
+def cmd_import_gguf(args: argparse.Namespace) -> int:
+    from rollout.model_import import import_gguf
+
+    try:
+        console.print(f"[green]{import_gguf(args.gguf, args.out, args.dtype)}[/]")
+    except (FileNotFoundError, FileExistsError, ValueError) as exc:
+        console.print(f"[red]error:[/] {exc}")
+        return 2
+    return 0
 
 
 def add_collect_arguments(parser: argparse.ArgumentParser) -> None:

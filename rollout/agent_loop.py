@@ -16,6 +16,7 @@ An episode the runtime ended (its disk limit) ends the loop with `disk_limit` af
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from collections.abc import Awaitable, Callable
@@ -31,14 +32,35 @@ from rollout.program_features import FEATURES, program_features
 from schema.config import LoopLimits
 from schema.records import Generation, Prompt, SamplingParams, Trajectory, Turn
 
+#: how a template that has no tools section is told the tools (ChatRenderer.states_tools): the Hermes
+#: form our parser reads (rollout/parser.py), in the system message
+TOOLS_SECTION = ("# Tools\n\nYou may call the functions whose signatures are listed inside <tools></tools>:\n<tools>\n"
+                 "{tools}\n</tools>\n\nTo call one, reply with a JSON object of its name and arguments inside "
+                 "<tool_call></tool_call> tags:\n<tool_call>\n{{\"name\": <function-name>, \"arguments\": "
+                 "<args-json-object>}}\n</tool_call>")
+
+
+def tools_section(tools: list[dict[str, Any]]) -> str:
+    return TOOLS_SECTION.format(tools="\n".join(json.dumps(t, ensure_ascii=False) for t in tools))
+
 
 class ChatRenderer:
-    """Renders the prompt and each observation delta with the tokenizer's (append-only) template."""
+    """Renders the prompt and each observation delta with the tokenizer's own chat template.
+
+    The template must be append-only for assistant, user and tool turns (rendering one more message
+    only appends text): each turn's tokens are then appended once and never re-tokenised. A template
+    that is not is refused here, with the turn that breaks it. A template without a tools section (a
+    chat model such as SmolLM2) gets the tools stated in the system message (`states_tools`,
+    TOOLS_SECTION), so the model still sees every tool and the call format the parser reads."""
 
     PROBE = "\x00probe\x00"
+    PROBE_TOOL = {"type": "function", "function": {"name": "progagent_probe_tool", "description": "probe",
+                                                   "parameters": {"type": "object", "properties": {}}}}
 
     def __init__(self, tokenizer: Any):
         self.tok = tokenizer
+        if not getattr(tokenizer, "chat_template", None):
+            raise ValueError("the tokenizer has no chat template (ProgAgent renders every turn with the model's own)")
         base = [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}]
         head = self._render(base, gen=True)
         closed = self._render(base + [{"role": "assistant", "content": self.PROBE}])
@@ -52,6 +74,9 @@ class ChatRenderer:
         self.after_eos = after[len(self.end_text):]  # e.g. "\n"
         self._base = base + [{"role": "assistant", "content": self.PROBE}]
         self._base_text = closed
+        self.states_tools = "progagent_probe_tool" not in self._render(base, gen=True, tools=[self.PROBE_TOOL])
+        self.user_turn("u")  # a template that is not append-only for user or tool turns: refused now
+        self.observation(["t"])
 
     def _render(self, messages: list[dict[str, Any]], gen: bool = False, tools: list | None = None) -> str:
         return self.tok.apply_chat_template(messages, tools=tools, tokenize=False, add_generation_prompt=gen)
@@ -60,7 +85,10 @@ class ChatRenderer:
         return self.tok.encode(text, add_special_tokens=False)
 
     def prompt(self, system: str, user: str, tools: list[dict[str, Any]]) -> tuple[str, list[int]]:
-        text = self._render([{"role": "system", "content": system}, {"role": "user", "content": user}], True, tools)
+        if tools and self.states_tools:
+            system, tools = f"{system}\n\n{tools_section(tools)}", []
+        text = self._render([{"role": "system", "content": system}, {"role": "user", "content": user}], True,
+                            tools or None)
         return text, self.encode(text)
 
     def turn_close(self, finish_reason: str) -> str:
@@ -189,7 +217,10 @@ class _Run:
         turn = Turn(action="answer", text=text, new_tokens=len(gen.token_ids), finish_reason=gen.finish_reason,
                     generate_s=generate_s, policy_version=gen.policy_version)
         self.turns.append(turn)
-        self.messages.append({"role": "assistant", "content": text})
+        reply: dict[str, Any] = {"role": "assistant", "content": text}
+        if gen.api_message is not None:  # a chat API's own message goes back to it as it came
+            reply["api_message"] = gen.api_message
+        self.messages.append(reply)
         return gen, turn, parse_turn(text, self.schemas, self.limits.max_calls_per_turn)
 
     async def next_step(self, gen: Generation, text: str) -> bool:

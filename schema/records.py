@@ -47,6 +47,9 @@ class Generation(msgspec.Struct):
     #: what a chat API reported for this request (its cost; 0 for our own generators)
     api_prompt_tokens: int = 0
     api_completion_tokens: int = 0
+    #: a chat API's own assistant message (content, tool calls with their ids, reasoning), sent back
+    #: verbatim in the conversation's next request (rollout/generators/openai_backend.py)
+    api_message: dict[str, Any] | None = None
 
 
 class ToolCallSummary(msgspec.Struct):

@@ -55,3 +55,36 @@ def test_api_message_conversion_keeps_error_notes():
     assert api[2]["tool_calls"][0]["function"] == {"name": "f", "arguments": '{"a": 1}'}
     assert api[3] == {"role": "tool", "tool_call_id": "call_1", "content": "result"}
     assert api[4]["role"] == "user" and "only 1 tool call" in api[4]["content"]
+
+
+async def test_the_providers_messages_go_back_verbatim(renderer, runtime, cache):  # noqa: F811
+    """Each request extends the last one exactly: the provider's assistant message (its content, its own
+    tool-call ids, its reasoning) is echoed as it came, and each of its call ids is answered by a tool
+    message, also when it asked for two calls and one is run."""
+    task = get_task("retail_clearance_markdown")
+
+    def reply(i: int, calls: list[tuple[str, str]], content: str | None = None) -> dict:
+        message = {"role": "assistant", "content": content, "reasoning_content": f"thinking {i}",
+                   "tool_calls": [{"id": cid, "type": "function",
+                                   "function": {"name": "programmatic_tool_call", "arguments": json.dumps({"code": code})}}
+                                  for cid, code in calls] or None}
+        return {"id": f"r{i}", "object": "chat.completion", "created": 0, "model": "m",
+                "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if calls else "stop"}],
+                "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}
+
+    responses = [reply(0, [("toolu_01XyZ", "print(1)")]),
+                 reply(1, [("toolu_02a", "print(2)"), ("toolu_02b", "print(3)")], content="two at once"),
+                 reply(2, [], content="ANSWER: 0; 0")]
+    seen: list[dict] = []
+    gen = OpenAIGenerator("m", client=replay_client(responses, seen), tokenizer=renderer.tok)
+    await run_episode(LibraryTaskEnv(task, "v0", cache), runtime, gen, renderer, "ptc")
+    assert len(seen) == 3
+    for before, after in zip(seen, seen[1:], strict=False):
+        assert after["messages"][: len(before["messages"])] == before["messages"]  # an extension, never a rewrite
+        assert after["tools"] == before["tools"]
+    last = seen[-1]["messages"]
+    first, second = [m for m in last if m["role"] == "assistant"]
+    assert first == {k: v for k, v in responses[0]["choices"][0]["message"].items() if v is not None}
+    assert second["tool_calls"][1]["id"] == "toolu_02b" and second["reasoning_content"] == "thinking 1"
+    answered = [m["tool_call_id"] for m in last if m["role"] == "tool"]
+    assert answered == ["toolu_01XyZ", "toolu_02a", "toolu_02b"]  # every id the provider issued

@@ -33,8 +33,8 @@ from envs.kinds import load_env  # noqa: E402
 from envs.runtime.limits import LimitBackend  # noqa: E402
 from envs.runtime.preflight import HostNotReady, check_host  # noqa: E402
 from integrations.episode_info import EPISODE_INFO_KEYS  # noqa: E402
+from integrations.host import close_shared  # noqa: E402
 from integrations.verl import dataset as verl_dataset  # noqa: E402
-from integrations.verl.agent_loop import close_shared  # noqa: E402
 from rollout.agent_loop import ChatRenderer  # noqa: E402
 from rollout.teacher import call_text, oracle_trajectory  # noqa: E402
 from rollout.tiny_model import build_tiny  # noqa: E402
@@ -302,7 +302,7 @@ def test_the_verl_recipe_is_the_papers_gspo_and_composes_with_verls_config():
     from omegaconf import OmegaConf
     from verl.utils.config import omega_conf_to_dataclass
 
-    from integrations.verl.agent_loop import host_config
+    from integrations.verl.agent_loop import loop_settings
     from schema.load import load_config
 
     root = Path(__file__).resolve().parents[1]
@@ -324,9 +324,9 @@ def test_the_verl_recipe_is_the_papers_gspo_and_composes_with_verls_config():
     assert rollout.agent.default_agent_loop == "progagent"
     (entry,) = OmegaConf.load(root / rollout.agent.agent_loop_config_path)
     assert entry["_target_"] == "integrations.verl.agent_loop.ProgAgentLoop"
-    settings = host_config({k: v for k, v in entry.items() if k not in ("name", "_target_")})
+    settings = loop_settings({k: v for k, v in entry.items() if k not in ("name", "_target_")})
     assert (settings.max_turns, settings.max_new_tokens) == (limits.max_turns, limits.max_new_tokens)
     assert settings.harness == paper.fabric.env_worker.harness
     assert settings.runtime.warm_pool == paper.fabric.env_worker.runtime.warm_pool
     with pytest.raises(Exception, match="max_episode"):  # a misspelt setting is refused, not ignored
-        host_config({"max_episode": 4})
+        loop_settings({"max_episode": 4})

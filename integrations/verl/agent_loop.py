@@ -20,10 +20,9 @@ Lengths are verl's: the prompt must fit `rollout.prompt_length` (else PromptTooL
 and the episode ends within `rollout.response_length` (`response_limit`) rather than being cut after
 it was judged — a cut episode would train on a prefix of what was judged whole.
 
-verl makes a new loop object per sample (hydra), so what is costly lives per worker process (and
-per event loop): the runtime, the environment cache, the renderer, the episode slots. The first
-episode of a process checks that the node can sandboxes at all (envs/runtime/preflight.py) and
-fails with the fix named when it cannot.
+verl makes a new loop object per sample (hydra), so what is costly lives per worker process and
+event loop (integrations/host.py: the runtime, the environment cache, the renderer, the episode
+slots; the node's sandbox check).
 """
 
 from __future__ import annotations
@@ -31,25 +30,18 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from dataclasses import dataclass
 from typing import Any
 
-import msgspec
 from omegaconf import DictConfig, ListConfig, OmegaConf
 from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopMetrics, AgentLoopOutput, register
 
-from envs.episode_env import EpisodeEnv
-from envs.format.task_env import EnvironmentCache
 from envs.kinds import load_env
-from envs.runtime.episode import Runtime
-from envs.runtime.preflight import check_host
 from integrations.episode_info import episode_info
+from integrations.host import host_config, judging, shared
 from integrations.verl.rows import EpisodeRow
 from integrations.verl.server_generator import ServerGenerator
-from rollout.agent_loop import ChatRenderer
-from rollout.episode import InProcess, Judging, Shipped, run_episode
+from rollout.episode import run_episode
 from schema.config import HostLoopConfig, LoopLimits
-from schema.load import ConfigError
 from schema.records import SamplingParams, Trajectory
 
 log = logging.getLogger(__name__)
@@ -59,65 +51,14 @@ log = logging.getLogger(__name__)
 _VERL_KWARGS = {"tools", "name"}
 
 
-@dataclass
-class _Shared:
-    """One worker process's (one event loop's) episode machinery."""
-
-    config: HostLoopConfig
-    runtime: Runtime
-    cache: EnvironmentCache
-    renderer: ChatRenderer
-    stop_ids: frozenset[int]
-    slots: asyncio.Semaphore
-    limits_mode: str
-
-
-_shared: dict[asyncio.AbstractEventLoop, _Shared] = {}
-_starting: dict[asyncio.AbstractEventLoop, asyncio.Lock] = {}
-
-
-async def shared(config: HostLoopConfig, tokenizer: Any) -> _Shared:
-    """This event loop's machinery, made by its first episode (the first config wins; a later loop
-    object with another config is told so)."""
-    loop = asyncio.get_running_loop()
-    lock = _starting.setdefault(loop, asyncio.Lock())
-    async with lock:
-        have = _shared.get(loop)
-        if have is not None:
-            if have.config != config:
-                log.warning("progagent agent loop: this worker runs with its first settings %s, not %s",
-                            have.config, config)
-            return have
-        mode = await asyncio.to_thread(check_host, config.runtime, where="the progagent agent loop's runtime")
-        renderer = ChatRenderer(tokenizer)
-        end = tokenizer.convert_tokens_to_ids(renderer.end_text)
-        stop_ids = frozenset(i for i in (end, tokenizer.eos_token_id) if isinstance(i, int))
-        runtime = await Runtime(config.runtime).start(wait=False)
-        made = _Shared(config, runtime, EnvironmentCache(), renderer, stop_ids,
-                       asyncio.Semaphore(config.max_episodes), mode)
-        _shared[loop] = made
-        return made
-
-
-async def close_shared() -> None:
-    """Close this event loop's machinery (tests; a worker process's kernels otherwise end with it)."""
-    loop = asyncio.get_running_loop()
-    made = _shared.pop(loop, None)
-    _starting.pop(loop, None)
-    if made is not None:
-        await made.runtime.close()
-
-
 def _plain(value: Any) -> Any:
     return OmegaConf.to_container(value, resolve=True) if isinstance(value, DictConfig | ListConfig) else value
 
 
-def host_config(settings: dict[str, Any]) -> HostLoopConfig:
-    """The YAML entry's keys as HostLoopConfig; an unknown key or a bad value is a ConfigError naming it."""
-    try:
-        return msgspec.convert({k: _plain(v) for k, v in settings.items()}, HostLoopConfig, strict=False)
-    except (msgspec.ValidationError, ValueError, TypeError) as exc:
-        raise ConfigError(f"the progagent agent loop's settings (agent_loop_config_path): {exc}") from None
+def loop_settings(settings: dict[str, Any]) -> HostLoopConfig:
+    """The agent-loop YAML entry's keys (omegaconf's containers made plain) as HostLoopConfig."""
+    return host_config({k: _plain(v) for k, v in settings.items()},
+                       "the progagent agent loop's settings (agent_loop_config_path)")
 
 
 @register("progagent")
@@ -127,7 +68,7 @@ class ProgAgentLoop(AgentLoopBase):
     def __init__(self, trainer_config: Any, server_manager: Any, tokenizer: Any, processor: Any, dataset_cls: Any,
                  data_config: Any, hf_model_type: str | None = None, **kwargs: Any):
         verl_kwargs = {k: kwargs.pop(k) for k in list(kwargs) if k in _VERL_KWARGS}
-        self.settings = host_config(kwargs)
+        self.settings = loop_settings(kwargs)
         verl_kwargs.pop("name", None)
         super().__init__(trainer_config, server_manager, tokenizer, processor, dataset_cls, data_config,
                          hf_model_type, **verl_kwargs)
@@ -157,16 +98,6 @@ class ProgAgentLoop(AgentLoopBase):
         if traj.termination == "generator_error":
             log.warning("progagent episode %s ended with generator_error: %s", traj.group_id, generator.last_error)
         return agent_loop_output(traj, generator)
-
-
-def judging(env: EpisodeEnv) -> Judging:
-    """Judged here, in this worker: on the live state when only that can be judged (LOCA-bench), else
-    from the stopped episode's bounded snapshot by the environment's own shipped judge (a library
-    task's verifier in a forked child that is killed at its deadline: a verifier that hangs costs
-    this worker nothing)."""
-    if env.judged_in_place:
-        return InProcess()
-    return Shipped(lambda ref, state, answer: asyncio.to_thread(env.judge_shipped, state, answer))
 
 
 def agent_loop_output(traj: Trajectory, generator: ServerGenerator) -> AgentLoopOutput:

@@ -31,26 +31,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from envs.kinds import load_env
-from envs.sources import Source, check_trainable, resolve_sources
+from envs.sources import Source, check_trainable
+from integrations.sources import episode_sources, instruction_of
 from integrations.verl.rows import EXTRA_INFO_KEY, EpisodeRow
-from schema.config import SourceSpec
-from schema.load import ConfigError, load_config
+from schema.load import ConfigError
 from schema.records import EnvRef
 
 AGENT_NAME = "progagent"
 #: more repeats than this per (task, scale) means the weights are extreme: refused, not written
 MAX_REPEATS = 1000
-
-
-def instruction_of(ref: EnvRef, cache: Any) -> str:
-    """The instruction a row shows verl (the environment's own when it is known before the episode
-    opens; a benchmark that makes it at open gets a line naming the task)."""
-    try:
-        text = load_env(ref, cache).instruction
-    except Exception:  # noqa: BLE001 - only the row's display text; the episode loads it for real
-        text = ""
-    return text or f"ProgAgent task {ref.task_id} at scale {ref.scale}"
 
 
 def chances(source: Source) -> dict[EnvRef, float]:
@@ -104,15 +93,9 @@ def write_parquet(table_rows: list[dict[str, Any]], path: str | Path) -> Path:
 
 def build_sources(args: argparse.Namespace) -> list[Source]:
     if args.library:
-        scales = {s: 1.0 for s in args.scales.split(",")} if args.scales else {}
-        spec = SourceSpec("library", 1.0, scales, {"library": args.library, "tasks": args.tasks or []})
-        return resolve_sources({"library": spec}, say=_say)
-    cfg = load_config(args.config, args.overrides)
-    return resolve_sources(cfg.sources(), args.source or None, say=_say)
-
-
-def _say(text: str) -> None:
-    print(text, file=sys.stderr)
+        return episode_sources(library=args.library, tasks=args.tasks, scales=args.scales.split(",") if args.scales
+                               else None)
+    return episode_sources(config=args.config, only=args.source, overrides=args.overrides)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -6,6 +6,11 @@ of its own; the agent loop tokenises its replies with the project tokenizer, wit
 The agent loop keeps the conversation in the Hermes format (assistant text with <tool_call> blocks,
 tool responses as `tool` messages); this backend converts it to the API's structured form
 (`tool_calls` with ids, `tool` messages answering them) and converts the reply back to Hermes text.
+The provider's own assistant message travels with the reply (Generation.api_message) and is sent
+back verbatim in the next request — its content, its tool-call ids, its reasoning — never re-derived
+from the text: a provider (or a proxy that records the conversation as a message graph, as
+verifiers' interception does) then sees each request extend the last one, and every call id it
+issued is answered by a `tool` message.
 """
 
 from __future__ import annotations
@@ -18,6 +23,9 @@ from rollout.generators.base import GeneratorError
 from rollout.parser import _BLOCK
 from schema.records import Generation, Prompt, SamplingParams
 
+#: the fields of a provider's assistant message that are sent back (the rest is response metadata)
+ECHOED_FIELDS = ("role", "content", "tool_calls", "reasoning_content", "reasoning", "reasoning_details")
+
 
 def to_api_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
@@ -25,14 +33,24 @@ def to_api_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     notes: list[str] = []
     n = 0
 
-    def flush_notes() -> None:
+    def close_turn() -> None:
+        # every call id the assistant turn issued gets a tool message (an API refuses a request
+        # with one unanswered), then what the runtime had to say beyond the calls' results
+        while pending:
+            answer = notes.pop(0) if notes else "Error: this call was not run (one call per turn is run)."
+            out.append({"role": "tool", "tool_call_id": pending.pop(0), "content": answer})
         if notes:
             out.append({"role": "user", "content": "Tool runtime notes:\n" + "\n".join(notes)})
             notes.clear()
 
     for m in messages:
         if m["role"] == "assistant":
-            flush_notes()
+            close_turn()
+            if m.get("api_message"):  # the provider's own message: verbatim
+                msg = dict(m["api_message"])
+                pending = [c["id"] for c in msg.get("tool_calls") or []]
+                out.append(msg)
+                continue
             text = m.get("content") or ""
             calls: list[dict[str, Any]] = []
             for block in _BLOCK.finditer(text):
@@ -45,7 +63,7 @@ def to_api_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 calls.append({"id": f"call_{n}", "type": "function",
                               "function": {"name": name, "arguments": json.dumps(args)}})
             content = _BLOCK.sub("", text).strip()
-            msg: dict[str, Any] = {"role": "assistant", "content": content or None}
+            msg = {"role": "assistant", "content": content or None}
             if calls:
                 msg["tool_calls"] = calls
             out.append(msg)
@@ -56,10 +74,16 @@ def to_api_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
             else:
                 notes.append(m["content"])
         else:
-            flush_notes()
+            close_turn()
             out.append({"role": m["role"], "content": m["content"]})
-    flush_notes()
+    close_turn()
     return out
+
+
+def echoed(message: Any) -> dict[str, Any]:
+    """The provider's assistant message as it is sent back (ECHOED_FIELDS, None fields left out)."""
+    raw = message.model_dump(exclude_none=True) if hasattr(message, "model_dump") else dict(message)
+    return {k: raw[k] for k in ECHOED_FIELDS if k in raw}
 
 
 def to_hermes_text(message: Any) -> str:
@@ -94,8 +118,9 @@ class OpenAIGenerator:
         self.usage = {"prompt_tokens": 0, "completion_tokens": 0, "requests": 0}
 
     async def generate_chat(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
-                            sampling: SamplingParams) -> tuple[str, str]:
-        """Returns (Hermes-format reply text, finish reason "stop" | "length")."""
+                            sampling: SamplingParams) -> tuple[str, str, dict[str, Any]]:
+        """Returns (Hermes-format reply text, finish reason "stop" | "length", the provider's message
+        as it is echoed)."""
         try:
             resp = await self.client.chat.completions.create(
                 # the SDK types these as its TypedDicts; ours are the same JSON shapes, built as dicts
@@ -104,13 +129,14 @@ class OpenAIGenerator:
                 seed=sampling.seed)
             choice = resp.choices[0]
             text = to_hermes_text(choice.message)
+            message = echoed(choice.message)
         except Exception as exc:  # noqa: BLE001
             raise GeneratorError(self._explain(exc)) from exc
         if resp.usage is not None:
             self.usage["prompt_tokens"] += resp.usage.prompt_tokens or 0
             self.usage["completion_tokens"] += resp.usage.completion_tokens or 0
         self.usage["requests"] += 1
-        return text, ("length" if choice.finish_reason == "length" else "stop")
+        return text, ("length" if choice.finish_reason == "length" else "stop"), message
 
     def _explain(self, exc: Exception) -> str:
         """What failed and what to check: the episode only records `generator_error`, so this text
@@ -149,13 +175,13 @@ class OpenAIGenerator:
         """The reply to `prompt.messages`, as the ids the trajectory records: the text's tokens, then the
         end-of-turn token when the model stopped (cut to `max_new_tokens`)."""
         before = dict(self.usage)
-        text, finish = await self.generate_chat(prompt.messages, prompt.tools, sampling)
+        text, finish, message = await self.generate_chat(prompt.messages, prompt.tools, sampling)
         tok = self._tokenizer()
         ids = tok.encode(text, add_special_tokens=False)[: max(0, sampling.max_new_tokens - 1)]
         if finish == "stop":
             ids.append(tok.eos_token_id)
         return Generation(token_ids=ids, logprobs=[0.0] * len(ids), finish_reason=finish,
-                          policy_version=self.policy_version,
+                          policy_version=self.policy_version, api_message=message,
                           api_prompt_tokens=self.usage["prompt_tokens"] - before["prompt_tokens"],
                           api_completion_tokens=self.usage["completion_tokens"] - before["completion_tokens"])
 

