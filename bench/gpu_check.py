@@ -198,7 +198,7 @@ def verl_parity() -> tuple[None, dict[str, Any]]:
         loss_a.backward()
         width = max(lengths)
 
-        def padded(rows: list[Any]) -> Any:
+        def padded(rows: list[Any], width: int = width) -> Any:
             out = torch.zeros(len(rows), width)
             for i, r in enumerate(rows):
                 out[i, : len(r)] = r
