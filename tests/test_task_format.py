@@ -10,7 +10,8 @@ import uuid
 from pathlib import Path
 
 import pytest
-from mcp import Client, StdioServerParameters
+from mcp import Client, ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
 
 from envs.format.library import TaskLoadError, load_library, load_task
 from envs.format.task_server import build_server
@@ -150,7 +151,8 @@ async def test_task_server_over_stdio(tmp_path):
     task.build(tmp_path / "env", "v0")
     params = StdioServerParameters(command=sys.executable, args=["-m", "envs.format.task_server", "--task", str(task.dir),
                                                                 "--root", str(tmp_path / "env")])
-    async with Client(params) as client:
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as client:
+        await client.initialize()
         r = await client.call_tool("set_qty", {"item_id": 1, "qty": 5})
         assert not r.is_error
     assert sqlite3.connect(tmp_path / "env" / "db.sqlite").execute("select qty from items where id=1").fetchone() == (5,)
