@@ -77,10 +77,10 @@ class ScriptServer:
     """verl's server, replying with scripted texts per task (found by its instruction in the first
     prompt), or failing for a task whose script is an exception."""
 
-    def __init__(self, tokenizer, scripts: dict[str, list[str] | Exception]):
+    def __init__(self, tokenizer, scripts: dict[str, list[str] | Exception], instructions: dict[str, str] | None = None):
         self.tok = tokenizer
         self.scripts = scripts
-        self.instructions = {t: load_env(TaskRef(t, "v0", str(STARTER))).instruction for t in scripts}
+        self.instructions = instructions or {t: load_env(TaskRef(t, "v0", str(STARTER))).instruction for t in scripts}
         self.cursor: dict[str, tuple[str, int]] = {}
         self.end = tokenizer.convert_tokens_to_ids("<|im_end|>")
 
@@ -330,3 +330,52 @@ def test_the_verl_recipe_is_the_papers_gspo_and_composes_with_verls_config():
     assert settings.runtime.warm_pool == paper.fabric.env_worker.runtime.warm_pool
     with pytest.raises(Exception, match="max_episode"):  # a misspelt setting is refused, not ignored
         loop_settings({"max_episode": 4})
+
+
+class HostileServer:
+    """A rollout server whose reply is not what a sampler can produce: the episode must end as the
+    generator's error (a sample the learner can drop), never crash verl's step or train on it."""
+
+    def __init__(self, reply):
+        self.reply = reply
+
+    async def generate(self, request_id, *, prompt_ids, sampling_params, **kwargs):
+        return self.reply(sampling_params["max_tokens"])
+
+
+@pytest.mark.parametrize("reply", [
+    lambda n: TokenOutput(token_ids=[10**9], log_probs=[-0.1], stop_reason="completed"),  # past the vocabulary
+    lambda n: TokenOutput(token_ids=[-5, 7], log_probs=[-0.1, -0.2], stop_reason="completed"),  # negative id
+    lambda n: TokenOutput(token_ids=[7, 8], log_probs=[float("nan"), -0.2], stop_reason="completed"),
+    lambda n: TokenOutput(token_ids=[7, 8], log_probs=[-0.1, float("inf")], stop_reason="completed"),
+    lambda n: TokenOutput(token_ids=[7, 8], log_probs=[-0.1, 3.0], stop_reason="completed"),  # a probability > 1
+    lambda n: TokenOutput(token_ids=[7] * (n + 50), log_probs=[-0.1] * (n + 50), stop_reason="completed"),
+], ids=["past-vocab", "negative-id", "nan-logprob", "inf-logprob", "positive-logprob", "over-budget"])
+async def test_a_hostile_rollout_server_ends_the_episode_not_the_step(tmp_path, tiny, tokenizer, reply):
+    data = rows_file(tmp_path, ["hr_leave_decisions"])
+    cfg, worker = verl_worker(tmp_path, tiny, HostileServer(reply), data=data, response_length=600)
+    out = await generate(worker, batch_of(cfg, worker, data))
+    nt = out.non_tensor_batch
+    assert nt["termination_generator_error"][0] == 1.0 and nt["acc"][0] == 0.0
+    assert out.batch["response_mask"].sum().item() == 0  # nothing of it is trained on
+    assert torch.isfinite(out.batch["rollout_log_probs"]).all()
+
+
+async def test_a_harbor_task_through_verl_is_judged_by_its_own_tests(tmp_path, tiny, tokenizer):
+    """Another kind of environment through the same loop: the repository's Harbor task (its own MCP
+    server and container layout, judged by its tests/), its row written from a config's source."""
+    root = Path(__file__).resolve().parents[1]
+    assert verl_dataset.main(["--config", str(root / "configs" / "mixture.yaml"), "--source", "harbor", "--harness",
+                              "ptc", "--out", str(tmp_path / "train.parquet")]) == 0
+    data = tmp_path / "train.parquet"
+    instruction = (root / "envs" / "starter_harbor" / "warehouse-restock" / "instruction.md").read_text()
+    from tests.test_harbor_import import SOLVE_PTC  # its tools: list_items, get_supplier, place_order
+
+    script = [call_text("programmatic_tool_call", {"code": SOLVE_PTC}), "Placed 7 orders.\nANSWER: 229"]
+    server = ScriptServer(tokenizer, {"harbor": script}, {"harbor": instruction})
+    cfg, worker = verl_worker(tmp_path, tiny, server, data=data)
+    out = await generate(worker, batch_of(cfg, worker, data))
+    nt = out.non_tensor_batch
+    assert list(nt["data_source"]) == ["progagent/harbor"] and nt["progagent_task"][0].startswith("warehouse-restock")
+    assert nt["termination_answer"][0] == 1.0 and nt["verifier_error"][0] == 0.0
+    assert out.batch["rm_scores"].sum().item() == 1.0

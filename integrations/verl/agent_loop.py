@@ -86,7 +86,7 @@ class ProgAgentLoop(AgentLoopBase):
         ref = row.ref()
         machinery = await shared(self.settings, self.tokenizer)
         generator = ServerGenerator(self.server_manager, sampling_params, machinery.stop_ids,
-                                    prompt_limit=int(self.rollout_config.prompt_length), request_id=uuid.uuid4().hex)
+                                    vocab=len(machinery.renderer.tok), prompt_limit=int(self.rollout_config.prompt_length), request_id=uuid.uuid4().hex)
         sampling = SamplingParams(temperature=float(sampling_params.get("temperature", 1.0)),
                                   top_p=float(sampling_params.get("top_p", 1.0)))
         async with machinery.slots:

@@ -14,11 +14,14 @@ verl's `LLMServerClient.generate(request_id, prompt_ids=..., sampling_params=...
 - the policy version of a turn is the server's `global_steps` (its weights' step), and the oldest and
   newest of the episode feed verl's staleness control (`min_global_steps`, `max_global_steps`);
 - a server that fails or aborts is a `GeneratorError` (the episode's `generator_error`); the first
-  prompt over verl's `prompt_length` is refused (PromptTooLong, naming the key) before any server call.
+  prompt over verl's `prompt_length` is refused (PromptTooLong, naming the key) before any server call;
+- what a sampler cannot produce is an error too, never decoded or trained on: a token id outside the
+  vocabulary, a log-prob that is not finite or is above 0, more tokens than asked for.
 """
 
 from __future__ import annotations
 
+import math
 import uuid
 from collections.abc import Iterable
 from typing import Any, Protocol
@@ -43,9 +46,10 @@ class TokenServer(Protocol):
 class ServerGenerator:
     """One episode's generator over verl's servers (module docstring)."""
 
-    def __init__(self, server: TokenServer, sampling_params: dict[str, Any], stop_ids: Iterable[int],
+    def __init__(self, server: TokenServer, sampling_params: dict[str, Any], stop_ids: Iterable[int], vocab: int,
                  prompt_limit: int | None = None, request_id: str | None = None):
         self.server = server
+        self.vocab = vocab  # token ids are in [0, vocab)
         self.base = {k: v for k, v in sampling_params.items() if k not in ("max_tokens", "max_new_tokens", "logprobs")}
         self.stop_ids = frozenset(stop_ids)
         self.prompt_limit = prompt_limit
@@ -77,6 +81,10 @@ class ServerGenerator:
             self.last_error = (f"the server returned {0 if lps is None else len(lps)} log-probs for {len(ids)} tokens "
                                "(a ProgAgent episode trains on the behaviour log-probs: the server must return them)")
             raise GeneratorError(self.last_error)
+        problem = self._impossible(ids, lps, sampling.max_new_tokens)
+        if problem:
+            self.last_error = f"the server's reply is not a sample: {problem}"
+            raise GeneratorError(self.last_error)
         extra = out.extra_fields or {}
         step = extra.get("global_steps")
         version = int(step) if step is not None else 0
@@ -89,6 +97,18 @@ class ServerGenerator:
         finish = "stop" if ids and ids[-1] in self.stop_ids else "length"
         return Generation(token_ids=ids, logprobs=[float(x) for x in lps], finish_reason=finish,
                           policy_version=version)
+
+    def _impossible(self, ids: list[Any], lps: list[Any], asked: int) -> str:
+        """Why the reply cannot be what a sampler produced ("" when it can)."""
+        if len(ids) > asked:
+            return f"{len(ids)} tokens for a request of at most {asked}"
+        bad = next((i for i in ids if not isinstance(i, int) or isinstance(i, bool) or not 0 <= i < self.vocab), None)
+        if bad is not None:
+            return f"token id {bad!r} is outside the vocabulary [0, {self.vocab})"
+        lp = next((x for x in lps if not isinstance(x, int | float) or not math.isfinite(x) or x > 1e-6), None)
+        if lp is not None:
+            return f"log-prob {lp!r} is not a finite number <= 0"
+        return ""
 
     async def load_weights(self, version: int, weights: dict[str, Any]) -> None:
         raise NotImplementedError("verl updates its servers' weights itself (its checkpoint engine)")
