@@ -94,7 +94,7 @@ async def test_episodes_a_gspo_step_and_the_export(smol, smol_renderer, runtime,
     trajs = []
     try:
         for name, gen in generators:
-            for seed in (1, 2):
+            for seed in ((1, 2) if name == "transformers" else (3,)):
                 async with await open_task_episode(runtime, task, "v0", cache) as ep:
                     traj = await run_agent(gen, smol_renderer, ep, Harness("ptc"), task.instruction, task_id=task.id,
                                            scale="v0", group_id="smol", sample_idx=len(trajs),

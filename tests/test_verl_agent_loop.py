@@ -37,8 +37,8 @@ from integrations.host import close_shared  # noqa: E402
 from integrations.verl import dataset as verl_dataset  # noqa: E402
 from rollout.agent_loop import ChatRenderer  # noqa: E402
 from rollout.teacher import call_text, oracle_trajectory  # noqa: E402
-from rollout.tiny_model import build_tiny  # noqa: E402
 from schema.config import RuntimeConfig  # noqa: E402
+from tests.test_rollout import tiny_path  # noqa: E402,F401
 
 STARTER = Path(__file__).resolve().parents[1] / "envs" / "starter_tasks"
 TASKS = ("hr_leave_decisions", "inventory_reorder_flags", "support_close_resolved")
@@ -101,8 +101,8 @@ class ScriptServer:
 
 
 @pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
-    return build_tiny(tmp_path_factory.mktemp("tiny"))
+def tiny(tiny_path):  # noqa: F811
+    return tiny_path
 
 
 @pytest.fixture(scope="module")
