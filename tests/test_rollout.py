@@ -201,6 +201,36 @@ async def test_oracle_teacher_trajectories_pass(harness_name, renderer, runtime,
         assert traj.metrics["tool_calls_program"] > 5 and traj.metrics["programs"] >= 2
 
 
+#: a chat model's template with no tools section (SmolLM2-Instruct's shape: ChatML, `tools` ignored)
+CHATML_NO_TOOLS = ("{% for message in messages %}<|im_start|>{{ message['role'] }}\n{{ message['content'] }}<|im_end|>\n"
+                   "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+
+
+def test_a_template_without_tools_gets_them_stated_and_a_rewriting_one_is_refused(tiny_path):
+    """A model whose template drops `tools` still sees every tool and the call format the parser reads
+    (stated in the system message); a template that rewrites earlier turns, or none, is refused."""
+    tok = AutoTokenizer.from_pretrained(tiny_path)
+    assert not ChatRenderer(tok).states_tools  # ours renders the tools itself
+    tok.chat_template = CHATML_NO_TOOLS
+    r = ChatRenderer(tok)
+    harness = Harness("hybrid")
+    specs = harness.tools([{"name": "lookup_order", "description": "Find an order", "inputSchema": {
+        "type": "object", "properties": {"order_id": {"type": "string"}}, "required": ["order_id"]}}])
+    text, ids = r.prompt(harness.system_prompt, "Find order 7.", specs)
+    assert r.states_tools and text.startswith("<|im_start|>system\n" + harness.system_prompt)
+    assert "lookup_order" in text and "programmatic_tool_call" in text and "<tool_call>" in text
+    assert tok.decode(ids) == text and text.endswith("<|im_start|>assistant\n")
+    assert r.observation(["ok"]) == "<|im_start|>tool\nok<|im_end|>\n<|im_start|>assistant\n"
+    tok.chat_template = ("{% for m in messages %}{% if m.role != 'assistant' or loop.last %}<|im_start|>{{ m.role }}\n"
+                         "{{ m.content }}<|im_end|>\n{% endif %}{% endfor %}"
+                         "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+    with pytest.raises(ValueError, match="not append-only for (user|tool) turns"):
+        ChatRenderer(tok)
+    tok.chat_template = None
+    with pytest.raises(ValueError, match="no chat template"):
+        ChatRenderer(tok)
+
+
 def test_parser_and_program_features():
     tools = {"f": {"properties": {"a": {}}, "required": ["a"]}}
     assert parse_turn("just an answer", tools).is_answer
