@@ -12,7 +12,10 @@
 # - last, the verifiers taskset's tests in .venv-verifiers (verifiers pins mcp==2.0.0: scripts/install.sh).
 # All parts run; the exit status is the first failing part's; beside's and the type check's output
 # follow serial's.
-# Measured on 2 cores: 12:00-12:37 on 2026-12-04 with the type check beside (serial 8:39-9:10),
+# Measured on 2 cores: 13:06 on 2026-12-05 with the verl tests and the verifiers environment (serial 10:00,
+# beside 5:32, parallel 2:47, verifiers 0:07); with the SmolLM2 test in beside, the Ray tests slowed to
+# flaky (17:31), and in parallel 16:21: it is opt-in (PROGAGENT_SLOW=1).
+# 12:00-12:37 on 2026-12-04 with the type check beside (serial 8:39-9:10),
 # 11:09 before it (serial 8:28 with beside 5:46 alongside it, parallel
 # 2:32; about 1,250 s of CPU: the suite is CPU-bound); with test_cluster in the parallel part, 12:02
 # when it went first there (serial 7:08, parallel 4:54, 2:39 of it test_cluster on one worker) and
