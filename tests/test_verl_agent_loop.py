@@ -379,3 +379,19 @@ async def test_a_harbor_task_through_verl_is_judged_by_its_own_tests(tmp_path, t
     assert list(nt["data_source"]) == ["progagent/harbor"] and nt["progagent_task"][0].startswith("warehouse-restock")
     assert nt["termination_answer"][0] == 1.0 and nt["verifier_error"][0] == 0.0
     assert out.batch["rm_scores"].sum().item() == 1.0
+
+
+def test_a_row_not_written_for_progagent_is_refused_naming_what_is_wrong():
+    from integrations.verl.rows import EpisodeRow
+    from schema.load import ConfigError
+
+    with pytest.raises(ConfigError, match=r"extra_info\.progagent .*integrations\.verl\.dataset"):
+        EpisodeRow.from_extra_info({"index": 3})
+    with pytest.raises(ConfigError, match=r"extra_info\.progagent"):
+        EpisodeRow.from_extra_info({"progagent": "{not json"})
+    bad_kind = '{"env": {"kind": "nope", "ref": {}}}'
+    with pytest.raises(ConfigError, match=r"extra_info\.progagent\.env\.kind: no environment kind 'nope'"):
+        EpisodeRow.from_extra_info({"progagent": bad_kind}).ref()
+    bad_ref = '{"env": {"kind": "library", "ref": {"type": "task", "scale": "v0"}}}'
+    with pytest.raises(ConfigError, match=r"not a library reference.*task_id"):
+        EpisodeRow.from_extra_info({"progagent": bad_ref}).ref()
