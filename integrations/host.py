@@ -1,10 +1,7 @@
 """What runs ProgAgent episodes inside another framework's worker process, whichever framework it is.
 
-    machinery = await shared(HostLoopConfig(...), tokenizer)    # this event loop's, made once
-    async with machinery.slots:                                 # at most max_episodes at once
-        env = await asyncio.to_thread(load_env, ref, machinery.cache)
-        traj = await run_episode(env, machinery.runtime, generator, machinery.renderer, harness,
-                                 judge=judging(env), ...)
+    machinery = await shared(HostLoopConfig(...), load_tokenizer)   # this event loop's, made once
+    traj = await machinery.episode(ref, generator, "ptc", limits=..., sampling=..., group_id=...)
 
 A host framework (verl's agent loop, a verifiers harness) makes a new object per sample, so what is
 costly lives per process and event loop: the PTC runtime with its warm pool of sandboxed kernels, the
@@ -16,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,12 +21,15 @@ import msgspec
 
 from envs.episode_env import EpisodeEnv
 from envs.format.task_env import EnvironmentCache
+from envs.kinds import load_env
 from envs.runtime.episode import Runtime
 from envs.runtime.preflight import check_host
 from rollout.agent_loop import ChatRenderer
-from rollout.episode import InProcess, Judging, Shipped
-from schema.config import HostLoopConfig
+from rollout.episode import InProcess, Judging, Shipped, run_episode
+from rollout.generators.base import Generator
+from schema.config import HostLoopConfig, LoopLimits
 from schema.load import ConfigError
+from schema.records import EnvRef, SamplingParams, Trajectory
 
 log = logging.getLogger(__name__)
 
@@ -42,17 +43,25 @@ class Machinery:
     cache: EnvironmentCache
     renderer: ChatRenderer
     stop_ids: frozenset[int]  # the tokens that end a model turn (a token generator's `stop`)
+    vocab: int  # token ids are in [0, vocab)
     slots: asyncio.Semaphore
-    limits_mode: str
+
+    async def episode(self, ref: EnvRef, generator: Generator, harness: str, *, limits: LoopLimits,
+                      sampling: SamplingParams, group_id: str) -> Trajectory:
+        """One judged episode of `ref` in a slot of this worker (at most `max_episodes` at once)."""
+        async with self.slots:
+            env = await asyncio.to_thread(load_env, ref, self.cache, judge_timeout_s=self.config.judge_timeout_s)
+            return await run_episode(env, self.runtime, generator, self.renderer, harness, group_id=group_id,
+                                     limits=limits, sampling=sampling, judge=judging(env))
 
 
 _made: dict[asyncio.AbstractEventLoop, Machinery] = {}
 _starting: dict[asyncio.AbstractEventLoop, asyncio.Lock] = {}
 
 
-async def shared(config: HostLoopConfig, tokenizer: Any) -> Machinery:
+async def shared(config: HostLoopConfig, load_tokenizer: Callable[[], Any]) -> Machinery:
     """This event loop's machinery, made by its first episode (the first config wins; a later sample
-    with other settings is told so in the log)."""
+    with other settings is told so in the log). `load_tokenizer` runs then, once, in a thread."""
     loop = asyncio.get_running_loop()
     lock = _starting.setdefault(loop, asyncio.Lock())
     async with lock:
@@ -61,13 +70,14 @@ async def shared(config: HostLoopConfig, tokenizer: Any) -> Machinery:
             if have.config != config:
                 log.warning("progagent: this worker runs with its first settings %s, not %s", have.config, config)
             return have
-        mode = await asyncio.to_thread(check_host, config.runtime, where="the progagent runtime settings")
+        await asyncio.to_thread(check_host, config.runtime, where="the progagent runtime settings")
+        tokenizer = await asyncio.to_thread(load_tokenizer)
         renderer = ChatRenderer(tokenizer)
         end = tokenizer.convert_tokens_to_ids(renderer.end_text)
         stop_ids = frozenset(i for i in (end, tokenizer.eos_token_id) if isinstance(i, int))
         runtime = await Runtime(config.runtime).start(wait=False)
-        made = Machinery(config, runtime, EnvironmentCache(), renderer, stop_ids,
-                         asyncio.Semaphore(config.max_episodes), mode)
+        made = Machinery(config, runtime, EnvironmentCache(), renderer, stop_ids, len(tokenizer),
+                         asyncio.Semaphore(config.max_episodes))
         _made[loop] = made
         return made
 

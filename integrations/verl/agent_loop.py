@@ -27,7 +27,6 @@ slots; the node's sandbox check).
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import uuid
 from typing import Any
@@ -35,20 +34,19 @@ from typing import Any
 from omegaconf import DictConfig, ListConfig, OmegaConf
 from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopMetrics, AgentLoopOutput, register
 
-from envs.kinds import load_env
 from integrations.episode_info import episode_info
-from integrations.host import host_config, judging, shared
+from integrations.host import host_config, shared
 from integrations.verl.rows import EpisodeRow
 from integrations.verl.server_generator import ServerGenerator
-from rollout.episode import run_episode
 from schema.config import HostLoopConfig, LoopLimits
 from schema.records import SamplingParams, Trajectory
 
 log = logging.getLogger(__name__)
 
-#: what verl's AgentLoopWorker passes besides the YAML entry's settings (verl 0.9.1): its tools, and the
-#: entry's own registry name
-_VERL_KWARGS = {"tools", "name"}
+#: what verl's AgentLoopWorker passes besides the YAML entry's settings (verl 0.9.1): its tools (for the
+#: base class), and the entry's own registry name (for no one)
+_VERL_KWARGS = ("tools",)
+_REGISTRY_KEYS = ("name",)
 
 
 def _plain(value: Any) -> Any:
@@ -67,9 +65,8 @@ class ProgAgentLoop(AgentLoopBase):
 
     def __init__(self, trainer_config: Any, server_manager: Any, tokenizer: Any, processor: Any, dataset_cls: Any,
                  data_config: Any, hf_model_type: str | None = None, **kwargs: Any):
-        verl_kwargs = {k: kwargs.pop(k) for k in list(kwargs) if k in _VERL_KWARGS}
-        self.settings = loop_settings(kwargs)
-        verl_kwargs.pop("name", None)
+        verl_kwargs = {k: kwargs.pop(k) for k in _VERL_KWARGS if k in kwargs}
+        self.settings = loop_settings({k: v for k, v in kwargs.items() if k not in _REGISTRY_KEYS})
         super().__init__(trainer_config, server_manager, tokenizer, processor, dataset_cls, data_config,
                          hf_model_type, **verl_kwargs)
 
@@ -84,17 +81,14 @@ class ProgAgentLoop(AgentLoopBase):
     async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> AgentLoopOutput:
         row = EpisodeRow.from_extra_info(kwargs.get("extra_info"), default_harness=self.settings.harness)
         ref = row.ref()
-        machinery = await shared(self.settings, self.tokenizer)
-        generator = ServerGenerator(self.server_manager, sampling_params, machinery.stop_ids,
-                                    vocab=len(machinery.renderer.tok), prompt_limit=int(self.rollout_config.prompt_length), request_id=uuid.uuid4().hex)
+        tokenizer = self.tokenizer
+        machinery = await shared(self.settings, lambda: tokenizer)
+        generator = ServerGenerator(self.server_manager, sampling_params, machinery.stop_ids, vocab=machinery.vocab,
+                                    prompt_limit=int(self.rollout_config.prompt_length), request_id=uuid.uuid4().hex)
         sampling = SamplingParams(temperature=float(sampling_params.get("temperature", 1.0)),
                                   top_p=float(sampling_params.get("top_p", 1.0)))
-        async with machinery.slots:
-            env = await asyncio.to_thread(load_env, ref, machinery.cache,
-                                          judge_timeout_s=self.settings.judge_timeout_s)
-            traj = await run_episode(env, machinery.runtime, generator, machinery.renderer, row.harness,
-                                     group_id=f"{ref.task_id}-{ref.scale}-{kwargs.get('index', 0)}",
-                                     limits=self.limits(), sampling=sampling, judge=judging(env))
+        traj = await machinery.episode(ref, generator, row.harness, limits=self.limits(), sampling=sampling,
+                                       group_id=f"{ref.task_id}-{ref.scale}-{kwargs.get('index', 0)}")
         if traj.termination == "generator_error":
             log.warning("progagent episode %s ended with generator_error: %s", traj.group_id, generator.last_error)
         return agent_loop_output(traj, generator)

@@ -20,7 +20,6 @@ needed.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 from typing import Any
@@ -28,10 +27,9 @@ from typing import Any
 import verifiers.v1 as vf
 from pydantic import Field
 
-from envs.kinds import load_env, ref_from_document
+from envs.kinds import ref_from_document
 from integrations.episode_info import episode_info
-from integrations.host import host_config, judging, shared
-from rollout.episode import run_episode
+from integrations.host import host_config, shared
 from rollout.generators.openai_backend import OpenAIGenerator
 from schema.config import LoopLimits
 from schema.records import SamplingParams
@@ -70,18 +68,16 @@ class ProgAgentHarness(vf.Harness[ProgAgentHarnessConfig]):
         settings = host_config(dict(self.config.progagent), "the progagent-tasks harness's `progagent` settings")
         ref = ref_from_document(json.loads(data.env), "task data `env`")
         harness = getattr(data, "harness", None) or settings.harness
-        machinery = await shared(settings, await asyncio.to_thread(_tokenizer, self.config.tokenizer))
+        path = self.config.tokenizer
+        machinery = await shared(settings, lambda: _tokenizer(path))  # loaded by this worker's first episode only
         generator = OpenAIGenerator(ctx.model, base_url=endpoint, api_key=secret, max_retries=0,
                                     tokenizer=machinery.renderer.tok)
         limits = LoopLimits(max_turns=settings.max_turns, max_context_tokens=self.config.max_context_tokens,
-                            max_new_tokens=settings.max_new_tokens or 1024,
+                            max_new_tokens=settings.max_new_tokens or LoopLimits().max_new_tokens,
                             max_calls_per_turn=settings.max_calls_per_turn)
         try:
-            async with machinery.slots:
-                env = await asyncio.to_thread(load_env, ref, machinery.cache, judge_timeout_s=settings.judge_timeout_s)
-                traj = await run_episode(env, machinery.runtime, generator, machinery.renderer, harness,
-                                         group_id=str(data.id or ref.task_id), limits=limits,
-                                         sampling=SamplingParams(temperature=1.0), judge=judging(env))
+            traj = await machinery.episode(ref, generator, harness, limits=limits, sampling=SamplingParams(),
+                                           group_id=str(data.id or ref.task_id))
         finally:
             await generator.close()
         state = trace.state
