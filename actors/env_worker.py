@@ -31,6 +31,7 @@ from rollout.episode import EpisodePlan, InProcess, Shipped, TurnWriter, run_epi
 from rollout.teacher import OracleTurns
 from rollout.tokenizer import load_tokenizer
 from schema.config import EnvWorkerConfig, LoopLimits
+from schema.outcomes import EpisodeFailed
 from schema.records import (
     GENERATORS,
     CheckRequest,
@@ -97,14 +98,24 @@ class EnvWorker:
         writer = self.writers.get(req.generator)
         if writer is None:
             raise ValueError(f"unknown episode generator {req.generator!r}; expected one of {', '.join(GENERATORS)}")
-        runtime = await self._runtime()
-        env = await asyncio.to_thread(load_env, req.env, self.cache)
+        try:
+            runtime = await self._runtime()
+        except Exception as exc:
+            raise EpisodeFailed("infra/sandbox_start", f"the runtime did not start: {type(exc).__name__}: {exc}") from None
+        try:
+            env = await asyncio.to_thread(load_env, req.env, self.cache)
+        except Exception as exc:
+            raise EpisodeFailed("infra/env_open", f"{type(exc).__name__}: {str(exc)[-2000:]}") from None
         async with self.sem:
             plan = await writer.plan(env, runtime, req.harness, episode_sampling(self.cfg.sampling, req))
-            traj = await run_episode(plan.env, runtime, plan.generator, self.renderer, req.harness,
-                                     group_id=req.group_id, sample_idx=req.sample_idx, limits=plan.limits,
-                                     sampling=plan.sampling,
-                                     judge=InProcess() if env.judged_in_place else Shipped(self._judge))
+            try:
+                traj = await run_episode(plan.env, runtime, plan.generator, self.renderer, req.harness,
+                                         group_id=req.group_id, sample_idx=req.sample_idx, limits=plan.limits,
+                                         sampling=plan.sampling,
+                                         judge=InProcess() if env.judged_in_place else Shipped(self._judge))
+            except Exception as exc:  # the step that failed marked its cause (envs/runtime/episode.mark_cause)
+                cause = getattr(exc, "outcome_cause", None) or "infra/worker_error"
+                raise EpisodeFailed(cause, f"{type(exc).__name__}: {str(exc)[-2000:]}") from None
         if traj.termination == "generator_error" and isinstance(plan.generator, PoolClient):
             log.warning("episode %s:%d ended with generator_error: %s", req.group_id, req.sample_idx,
                         plan.generator.last_error)
@@ -126,7 +137,7 @@ class EnvWorker:
                 # attempts); giving up sooner records a verifier error, a zero that is the fabric's, not the policy's
                 if attempt < self.cfg.judge_retries:
                     await asyncio.sleep(min(8.0, 0.5 * 2**attempt))
-        return Verdict.failed(f"no judge answered: {last}")
+        return Verdict.failed(f"no judge answered: {last}", "infra/judge_unreachable")
 
     async def _check(self, req: CheckRequest) -> CheckResult:
         """A synthesized candidate's check (synth/checks.py) on this worker's runtime and cache; its code

@@ -11,12 +11,18 @@ and the trajectories it holds plus those on their way leave room for one more gr
 
 - running: admitted groups that are neither complete nor failed;
 - accepted: complete groups, buffered or already trained on, minus those dropped as stale.
-A group dropped as stale and a group that failed (one of its episodes failed `max_attempts` times: it
-can never complete) leave both counts: each frees its slot.
+A group dropped as stale and a group that failed leave both counts: each frees its slot.
+
+Infra outcomes (schema/outcomes.py). With `rollout.mask_infra` (the default) an episode that failed
+for good with an infra cause (the scheduler re-ran it `max_attempts` times) is *masked*: left out of
+its group, whose advantage is then over its valid samples; a group left with fewer than MIN_VALID
+valid samples is dropped ("infra"), counted, and frees its slot. No sample with an infra cause is
+ever handed to the learner. Without masking an episode that failed for good fails its group (it can
+never complete), and an infra verdict is a sample like any other: trained as its zero.
 
 Invariants (tests/test_rollout_manager.py checks them at load):
-- trained + buffered + dropped + failed + running = admitted, for groups; every (group_id,
-  sample_idx) is trained, dropped stale, failed, buffered or pending, exactly once;
+- trained + buffered + dropped (stale or infra) + failed + running = admitted, for groups; every
+  (group_id, sample_idx) is trained, masked, dropped, failed, buffered or pending, exactly once;
 - episodes in flight (queued or running on env workers) ≤ (s + 1) × B × G: accepted ≥ v × B,
   because every update consumed B accepted groups;
 - staleness of a trained group (learner version − the oldest policy version of its samples) ≤ s,
@@ -49,9 +55,13 @@ import msgspec
 from actors.scheduler import EpisodeOutcome, Scheduler
 from envs.sources import Source
 from schema.config import TASKS_SOURCE, RolloutConfig
+from schema.outcomes import is_infra
 from schema.records import EnvRef, EpisodeRequest, Trajectory
 
 log = logging.getLogger(__name__)
+
+#: a group needs this many valid samples for a group-relative advantage (one sample has no baseline)
+MIN_VALID = 2
 
 
 class SourceSampler:
@@ -113,6 +123,7 @@ class Group(msgspec.Struct):
     source: str = TASKS_SOURCE  # the config source it was drawn from (checkpoints before sources: "tasks")
     pending: list[int] = []  # sample indices still queued or running
     failed: str | None = None
+    masked: dict[int, str] = {}  # sample index -> the infra cause it failed with for good (left out)
 
 
 class ManagerState(msgspec.Struct):
@@ -124,6 +135,7 @@ class ManagerState(msgspec.Struct):
     rng: list[Any]
     groups: list[Group]  # not yet trained on, dropped or failed, in admission order
     credit: dict[str, float] = {}  # the sampler's round-robin credit per source (one source: none)
+    curriculum: bytes = b""  # the curriculum sampler's own state (actors/curriculum.py), when it has one
 
 
 class RolloutManager:
@@ -131,7 +143,8 @@ class RolloutManager:
                  harness: str, seed: int = 0,
                  on_retire: Callable[[Group, str], None] | None = None):
         """`on_retire(group, why)`: told of every group that leaves the manager, `why` one of
-        "trained", "stale" (dropped), "failed" (a ledger for checks; the manager keeps none)."""
+        "trained", "stale" (dropped), "infra" (dropped: too few valid samples), "failed" (a ledger for
+        checks; the manager keeps none)."""
         self.scheduler = scheduler
         self.sampler = sampler
         self.cfg = cfg
@@ -144,9 +157,9 @@ class RolloutManager:
         self.admitted = 0
         self.accepted = 0
         self.groups: dict[str, Group] = {}
-        self.counters = {"groups_trained": 0, "groups_dropped_stale": 0, "groups_failed": 0, "admission_held_full": 0,
-                         "episodes_done": 0, "episodes_failed": 0, "episodes_resubmitted": 0, "duplicates": 0,
-                         "max_in_flight": 0}
+        self.counters = {"groups_trained": 0, "groups_dropped_stale": 0, "groups_dropped_infra": 0, "groups_failed": 0,
+                         "admission_held_full": 0, "episodes_done": 0, "episodes_failed": 0, "samples_masked": 0,
+                         "episodes_resubmitted": 0, "duplicates": 0, "max_in_flight": 0}
         self._changed = asyncio.Event()
         self._started = False
 
@@ -192,6 +205,7 @@ class RolloutManager:
             g = Group(seq=seq, group_id=f"g{seq:06d}-{task_id}-{scale}", task_id=task_id, scale=scale,
                       pending=list(range(self.cfg.group_size)), source=source)
             self.counters[f"groups_admitted/{source}"] = self.counters.get(f"groups_admitted/{source}", 0) + 1
+            self.counters[f"draws_{scale}"] = self.counters.get(f"draws_{scale}", 0) + 1
             self.groups[g.group_id] = g
             for idx in g.pending:
                 self._submit(g, idx)
@@ -214,14 +228,36 @@ class RolloutManager:
         g.pending.remove(idx)
         if out.trajectory is None:
             self.counters["episodes_failed"] += 1
-            self._fail(g, f"{out.failure}: {out.detail}")
+            if not self.cfg.mask_infra:
+                self._fail(g, f"{out.failure}: {out.detail}")
+            else:
+                g.masked[idx] = out.failure or "infra/worker_error"
+                self.counters["samples_masked"] += 1
+                key = f"masked/{g.masked[idx]}"
+                self.counters[key] = self.counters.get(key, 0) + 1
         else:
             self.counters["episodes_done"] += 1
             g.samples[idx] = msgspec.structs.replace(out.trajectory, source=g.source)
-            if not g.pending:
-                self.accepted += 1
+        if g.failed is None and not g.pending:
+            self._complete(g)
         self._admit()
         self._changed.set()
+
+    def valid(self, g: Group) -> list[Trajectory]:
+        """The samples a group trains on, by index: with masking, those of the policy's causes."""
+        return [g.samples[i] for i in sorted(g.samples)
+                if not (self.cfg.mask_infra and is_infra(g.samples[i].cause))]
+
+    def _complete(self, g: Group) -> None:
+        """Its last episode is in: accepted, or dropped with too few valid samples (masking)."""
+        if self.cfg.mask_infra and len(self.valid(g)) < MIN_VALID:
+            log.warning("group %s dropped: %d valid samples (%d masked: %s)", g.group_id, len(self.valid(g)),
+                        len(g.masked), ", ".join(sorted(set(g.masked.values()))))
+            self.counters["groups_dropped_infra"] += 1
+            self._retire(g, "infra")
+            del self.groups[g.group_id]
+            return
+        self.accepted += 1
 
     def _fail(self, g: Group, why: str) -> None:
         """The group can never complete: its samples are dropped and its slot freed."""
@@ -266,7 +302,9 @@ class RolloutManager:
             nxt = self._next_ready()
             if isinstance(nxt, Group):
                 del self.groups[nxt.group_id]
-                group = [nxt.samples[i] for i in sorted(nxt.samples)]
+                group = self.valid(nxt)
+                if hasattr(self.sampler, "observe"):  # the curriculum learns in admission order (actors/curriculum.py)
+                    self.sampler.observe(nxt.source, nxt.task_id, nxt.scale, [t.reward >= 1.0 for t in group])
                 staleness = self.version - min(t.policy_version for t in group)
                 if staleness > self.cfg.max_staleness:
                     self.accepted -= 1
@@ -304,14 +342,17 @@ class RolloutManager:
 
     # ---------------------------------------------------------------- checkpoints
     def stats(self) -> dict[str, float]:
+        report = self.sampler.report() if hasattr(self.sampler, "report") else {}
         return {**self.counters, "admitted": self.admitted, "accepted": self.accepted, "running": self.running,
                 "in_flight": self.in_flight, "held": self.held, "capacity": self.capacity(),
-                "updates": self.updates, **{f"scheduler_{k}": v for k, v in self.scheduler.counters.items()}}
+                "updates": self.updates, **{f"scheduler_{k}": v for k, v in self.scheduler.counters.items()},
+                **{f"curriculum/{k}": v for k, v in report.items()}}
 
     def state(self) -> bytes:
         st = ManagerState(updates=self.updates, version=self.version, admitted=self.admitted, accepted=self.accepted,
                           counters=dict(self.counters), rng=list(self.sampler.rng.getstate()),
-                          groups=sorted(self.groups.values(), key=lambda g: g.seq), credit=dict(self.sampler.credit))
+                          groups=sorted(self.groups.values(), key=lambda g: g.seq), credit=dict(self.sampler.credit),
+                          curriculum=self.sampler.state() if hasattr(self.sampler, "state") else b"")
         return msgspec.msgpack.encode(st)
 
     def load_state(self, data: bytes) -> None:
@@ -322,4 +363,6 @@ class RolloutManager:
         self.counters.update(st.counters)
         self.sampler.rng.setstate((st.rng[0], tuple(st.rng[1]), st.rng[2]))
         self.sampler.credit.update({k: v for k, v in st.credit.items() if k in self.sampler.credit})
+        if st.curriculum and hasattr(self.sampler, "load"):
+            self.sampler.load(st.curriculum)
         self.groups = {g.group_id: g for g in st.groups}

@@ -12,17 +12,23 @@ episodes done before others says so with the priority: the rollout manager gives
 group's admission number, so the re-runs of a dead worker's episodes go before any newer group's,
 and a step's groups complete in order.
 
-The retry policy (what each outcome means):
+The retry policy. Every outcome has a cause (schema/outcomes.py): the policy's, or the fabric's
+("infra/..."). A policy outcome is delivered as it is. An infra outcome is an attempt and is run
+again, until `max_attempts`; then it fails for good with its cause as `failure` (and the last
+trajectory, if there was one, as `last`: for the log, never to train on):
 - the env worker died (its actor is gone): the episode goes back to the queue with its priority and
   runs on another worker; a replacement worker starts in the background (`EnvWorkers.new`). Not an
   attempt of the episode, but an episode that sees `max_attempts` workers die under it fails
-  ("worker_died"): a program that takes its worker down every time must not take every worker.
-- the episode raised (its environment did not open, a worker-side bug): an attempt; retried.
-- the generator failed (`termination == "generator_error"`): an attempt; retried; after
-  `max_attempts` a failure ("generator_error") that is never trained on and never cached.
-- a verifier error is a verdict (`Trajectory.verifier_error`, reward 0), not a failure: the final
-  state the policy left is what could not be judged (refused, or a verifier timeout).
-Each caller says which failures count against it (its docstring).
+  ("infra/worker_died"): a program that takes its worker down every time must not take every worker.
+- the episode raised (its environment, sandbox or tool servers did not start, a worker-side bug):
+  its cause is the step that failed (env_worker.EpisodeFailed); an attempt.
+- the generator failed or the environment broke mid-episode (the terminations `generator_error`,
+  `env_error`), the verifier crashed or timed out on a readable state, no judge answered, a
+  benchmark's evaluator failed inside: an attempt.
+- a verifier error the policy caused (its final state cannot be judged) is a verdict: reward 0.
+With `rerun_infra=False` (rollout.mask_infra: false, the behaviour of trainers that do not mask)
+only generator errors are re-run; every other outcome with a trajectory is delivered as it is, its
+infra zero included. Each caller says which failures count against it (its docstring).
 """
 
 from __future__ import annotations
@@ -36,26 +42,36 @@ from typing import Any
 import msgspec
 import ray
 
+from schema.outcomes import EpisodeFailed, is_infra
 from schema.records import CheckRequest, CheckResult, EpisodeRequest, Trajectory
 
 log = logging.getLogger(__name__)
 
-#: what ends an episode without a trajectory to use (EpisodeOutcome.failure)
-FAILURES = ("worker_died", "error", "generator_error")
 _DIED = (ray.exceptions.RayActorError, ray.exceptions.ActorUnavailableError)
 
 
 class EpisodeOutcome(msgspec.Struct):
     request: EpisodeRequest | CheckRequest
     trajectory: Trajectory | CheckResult | None  # None when it failed (a CheckResult for a CheckRequest)
-    failure: str | None = None  # one of FAILURES
+    failure: str | None = None  # the infra cause it failed with for good (schema/outcomes.CAUSES)
     detail: str = ""  # the last error, for the log and the report
     attempts: int = 0  # counted attempts (errors and generator errors)
     worker_deaths: int = 0  # workers that died under it (re-run elsewhere)
+    last: Trajectory | None = None  # a failed episode's last trajectory, when it had one (not to train on)
+
+
+def _episode_failed(exc: BaseException) -> EpisodeFailed | None:
+    """The EpisodeFailed inside a Ray task error (Ray keeps the worker's exception as `cause`)."""
+    seen = 0
+    while exc is not None and seen < 8:
+        if isinstance(exc, EpisodeFailed) and hasattr(exc, "outcome_cause"):
+            return exc
+        exc, seen = getattr(exc, "cause", None) or exc.__cause__, seen + 1
+    return None
 
 
 class _Job:
-    __slots__ = ("req", "priority", "done", "attempts", "deaths", "detail", "cancelled", "queued")
+    __slots__ = ("req", "priority", "done", "attempts", "deaths", "detail", "cancelled", "queued", "last")
 
     def __init__(self, req: EpisodeRequest | CheckRequest, priority: Any, done: Callable[[EpisodeOutcome], None]):
         self.req, self.priority, self.done = req, priority, done
@@ -63,6 +79,7 @@ class _Job:
         self.detail = ""
         self.cancelled = False
         self.queued = False
+        self.last: Trajectory | None = None
 
 
 class EnvWorkers:
@@ -78,9 +95,11 @@ class EnvWorkers:
 
 
 class Scheduler:
-    def __init__(self, workers: EnvWorkers, max_attempts: int = 3, replace_timeout_s: float = 600.0):
+    def __init__(self, workers: EnvWorkers, max_attempts: int = 3, replace_timeout_s: float = 600.0,
+                 rerun_infra: bool = True):
         self.workers = workers
         self.max_attempts = max_attempts
+        self.rerun_infra = rerun_infra
         self.replace_timeout_s = replace_timeout_s
         self._queue: asyncio.PriorityQueue[tuple[Any, int, _Job]] = asyncio.PriorityQueue()
         self._order = itertools.count()
@@ -214,7 +233,7 @@ class Scheduler:
                 job.queued = False
                 self.queued -= 1
                 job.detail = job.detail or "no env worker is left"
-                self._finish(job, None, "worker_died")
+                self._finish(job, None, "infra/worker_died")
 
     async def _slot(self, handle: Any) -> None:
         me, idle = asyncio.current_task(), self._idle.setdefault(id(handle), set())
@@ -237,8 +256,9 @@ class Scheduler:
                 job.deaths += 1
                 job.detail = f"env worker died: {type(exc).__name__}"
                 self.counters["reruns_worker_died"] += 1
+                self._count("infra/worker_died")
                 if job.deaths >= self.max_attempts:
-                    self._finish(job, None, "worker_died")
+                    self._finish(job, None, "infra/worker_died")
                 elif not job.cancelled:
                     self._push(job)
                 return
@@ -250,23 +270,36 @@ class Scheduler:
                 if job.cancelled:
                     continue
                 job.attempts += 1
-                job.detail = f"{type(exc).__name__}: {str(exc)[-500:]}"
-                log.warning("episode %s#%d failed (attempt %d): %s", job.req.group_id, job.req.sample_idx,
-                            job.attempts, job.detail)
-                self._retry_or_fail(job, "error")
+                failed = _episode_failed(exc)
+                cause = failed.outcome_cause if failed is not None else "infra/worker_error"
+                job.detail = failed.detail[-500:] if failed is not None else f"{type(exc).__name__}: {str(exc)[-500:]}"
+                log.warning("episode %s#%d failed (attempt %d, %s): %s", job.req.group_id, job.req.sample_idx,
+                            job.attempts, cause, job.detail)
+                self._retry_or_fail(job, cause)
                 continue
             self._running.pop(ref, None)
             self.counters["episodes_run"] += 1
             if job.cancelled:
                 continue
-            if isinstance(traj, Trajectory) and traj.termination == "generator_error":
+            if isinstance(traj, Trajectory) and self._rerun(traj):
                 job.attempts += 1
-                job.detail = "the generator failed"
-                self._retry_or_fail(job, "generator_error")
+                job.last = traj
+                job.detail = traj.verifier_error or f"the episode ended with {traj.termination}"
+                self._retry_or_fail(job, traj.cause or "infra/generator_error")
                 continue
             self._finish(job, traj, None)
 
+    def _rerun(self, traj: Trajectory) -> bool:
+        """Whether this trajectory's outcome is the fabric's, to be run again (module docstring)."""
+        if traj.termination == "generator_error":
+            return True
+        return self.rerun_infra and is_infra(traj.cause)
+
+    def _count(self, cause: str) -> None:
+        self.counters[cause] = self.counters.get(cause, 0) + 1
+
     def _retry_or_fail(self, job: _Job, failure: str) -> None:
+        self._count(failure)
         if job.attempts >= self.max_attempts:
             self._finish(job, None, failure)
         else:
@@ -284,7 +317,8 @@ class Scheduler:
             log.error("episode %s#%d failed for good (%s): %s", job.req.group_id, job.req.sample_idx, failure,
                       job.detail)
         try:
-            job.done(EpisodeOutcome(job.req, traj, failure, job.detail, job.attempts, job.deaths))
+            job.done(EpisodeOutcome(job.req, traj, failure, job.detail, job.attempts, job.deaths,
+                                    job.last if failure is not None else None))
         except Exception:  # noqa: BLE001 - a caller's callback must not take a worker's slot down
             log.exception("the outcome of %s#%d could not be delivered", job.req.group_id, job.req.sample_idx)
 

@@ -8,8 +8,10 @@ attempt), never of timing, so two runs with the same requests see the same traje
 - latency: lognormal (median `median_s`, `sigma`), with a `tail_p` chance of `tail_s` more;
 - a generator error (`termination == "generator_error"`) with probability `generator_error_p` per
   attempt, and for `broken_p` of the keys on every attempt (their group fails);
-- a verifier error with probability `verifier_error_p`;
-- reward 1 with probability 1/2; 16 token ids from the seed.
+- a verifier error (an infra cause: the judge crashed) with probability `verifier_error_p` per
+  attempt, and for `judge_broken_p` of the keys on every attempt (masked after max_attempts);
+- reward 1 with probability 1/2, or `pass_by_scale[scale]` (a scripted policy: solves v0, never v1);
+  16 token ids from the seed.
 `policy_version` is the version last given to `load_weights` (what a generator would report).
 """
 
@@ -35,6 +37,8 @@ class SyntheticSpec(msgspec.Struct, frozen=True):
     generator_error_p: float = 0.02
     broken_p: float = 0.002
     verifier_error_p: float = 0.02
+    judge_broken_p: float = 0.0
+    pass_by_scale: dict[str, float] = {}
 
 
 _NORMAL = statistics.NormalDist()
@@ -51,14 +55,17 @@ def synthetic_trajectory(req: EpisodeRequest, spec: SyntheticSpec, version: int)
     rng = random.Random(req.seed if req.seed is not None else hash(key))
     tokens = [rng.randrange(1, 1000) for _ in range(16)]
     generator_failed = _unit("gen", *key, req.attempt) < spec.generator_error_p or _unit("broken", *key) < spec.broken_p
-    verifier_failed = _unit("verifier", *key) < spec.verifier_error_p
-    reward = 0.0 if verifier_failed else float(_unit("reward", *key) < 0.5)
+    verifier_failed = _unit("verifier", *key, req.attempt) < spec.verifier_error_p \
+        or _unit("judge_broken", *key) < spec.judge_broken_p
+    reward = 0.0 if verifier_failed else float(_unit("reward", *key) < spec.pass_by_scale.get(req.env.scale, 0.5))
+    cause = "infra/generator_error" if generator_failed else "infra/judge_error" if verifier_failed \
+        else "policy/solved" if reward else "policy/wrong_answer"
     return Trajectory(task_id=req.env.task_id, scale=req.env.scale, harness=req.harness, group_id=req.group_id,
                       sample_idx=req.sample_idx, policy_version=version, token_ids=tokens, loss_mask=[0] * 4 + [1] * 12,
                       logprobs=[0.0] * 4 + [-1.0] * 12, prompt_len=4, turns=[], final_answer="ANSWER: x",
                       termination="generator_error" if generator_failed else "answer", reward=reward, score=reward,
                       verifier_error="synthetic verifier error" if verifier_failed else None,
-                      policy_versions=[version])
+                      policy_versions=[version], cause=cause)
 
 
 @ray.remote

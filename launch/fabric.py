@@ -109,11 +109,11 @@ class Fabric:
             f.generator, f.generators, model_path)
         # judges and env workers SPREAD: every node's CPUs, and a lost node takes only its share
         self.judges = [Judge.options(num_cpus=0, max_concurrency=64, scheduling_strategy="SPREAD").remote(
-            f.judge_timeout_s) for _ in range(f.judges)]
+            f.judge_timeout_s, f.inject_judge_errors, cfg.run.seed * 1000 + i) for i in range(f.judges)]
         self.worker_cfg = f.env_worker
         self.env = EnvWorkers([self.new_worker() for _ in range(f.env_workers)], self.new_worker,
                               f.env_worker.concurrency)
-        self.scheduler = Scheduler(self.env, max_attempts=cfg.rollout.max_attempts)
+        self.scheduler = Scheduler(self.env, max_attempts=cfg.rollout.max_attempts, rerun_infra=cfg.rollout.mask_infra)
         self.learner = None
         if with_learner:  # one facade for any number of ranks (actors/learner_group.py)
             self.learner = LearnerGroup.options(num_cpus=0, scheduling_strategy=_here()).remote(

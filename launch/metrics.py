@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from schema.outcomes import is_infra
 from schema.records import SCALES, TERMINATIONS
 
 
@@ -47,6 +48,50 @@ def rollout_metrics(trajs: list[Any], prefix: str = "rollout") -> dict[str, floa
         m[f"{prefix}/termination_{reason}"] = mean([float(t.termination == reason) for t in trajs])
     m[f"{prefix}/verifier_errors"] = float(sum(1 for t in trajs if t.verifier_error))
     return m
+
+
+def signal_metrics(groups: list[list[Any]], trained: list[list[float]]) -> dict[str, float]:
+    """What a step trains on, by cause and by reward: `rollout/policy/<cause>` (its samples by the
+    policy's cause), `rollout/infra_trained` (samples with an infra cause: fake zeros, only without
+    masking), `rollout/zero_variance_groups` (the share of its groups whose trained rewards are all equal:
+    no GSPO signal), `rollout/reward_trained` and each reward term's mean (`rollout/reward_<term>`)."""
+    trajs = [t for g in groups for t in g]
+    if not trajs:
+        return {}
+    m: dict[str, float] = {"rollout/infra_trained": float(sum(is_infra(t.cause) for t in trajs))}
+    for t in trajs:
+        if t.cause and not is_infra(t.cause):
+            m[f"rollout/{t.cause}"] = m.get(f"rollout/{t.cause}", 0.0) + 1
+    m["rollout/zero_variance_groups"] = statistics.fmean(float(max(r) == min(r)) for r in trained if r)
+    m["rollout/reward_trained"] = statistics.fmean(r for rs in trained for r in rs)
+    for key in sorted({k for t in trajs for k in t.metrics if k.startswith("reward/") and k != "reward/trained"}):
+        m[f"rollout/reward_{key.split('/', 1)[1]}"] = statistics.fmean(t.metrics.get(key, 0.0) for t in trajs)
+    return m
+
+
+class StepCounts:
+    """Per-step counts from cumulative counters (the rollout manager's and its scheduler's): each call
+    returns what changed since the last, under the step's metric names:
+    `rollout/infra/<cause>` (infra attempts, re-run or masked), `rollout/infra/masked` (samples left out
+    for good), `rollout/infra/groups_dropped` (groups left with too few valid samples) and
+    `curriculum/draws_<scale>` (groups drawn at each scale)."""
+
+    def __init__(self) -> None:
+        self.last: dict[str, float] = {}
+
+    def __call__(self, stats: dict[str, float]) -> dict[str, float]:
+        names = {"samples_masked": "rollout/infra/masked", "groups_dropped_infra": "rollout/infra/groups_dropped"}
+        for k in stats:
+            if k.startswith("scheduler_infra/"):
+                names[k] = f"rollout/{k.removeprefix('scheduler_')}"
+            elif k.startswith("draws_"):
+                names[k] = f"curriculum/{k}"
+        out = {}
+        for k, name in names.items():
+            now = float(stats.get(k, 0.0))
+            out[name] = now - self.last.get(k, 0.0)
+            self.last[k] = now
+        return out
 
 
 def source_metrics(trajs: list[Any], prefix: str = "source") -> dict[str, float]:

@@ -10,10 +10,12 @@ keeps env workers busy with groups within the staleness bound → a step takes t
 generators load it while rollouts keep going → the manager is told, and admits the next step's
 groups. A trajectory passes through this process once, from its env worker to the learner.
 
-Which failures count against training (actors/scheduler.py has the policy): an episode that fails
-for good (its generator, its environment, or env workers dying under it `max_attempts` times) fails
-its group, which is not trained on and frees its slot; a verifier error is a verdict (reward 0,
-counted in `rollout/verifier_errors`). A step that does not get its groups within
+Which failures count against training (schema/outcomes.py decides each cause; actors/scheduler.py
+re-runs; actors/rollout_manager.py masks): an infra outcome (a judge, tool server, sandbox,
+environment or generator failing, env workers dying) is re-run up to `rollout.max_attempts`, then left
+out of its group (a group with fewer than 2 valid samples is dropped); a policy outcome trains as its
+reward, the combined reward terms of `train.reward` (rollout/rewards.py). Each cause is counted per
+step (`rollout/infra/*`, `rollout/policy/*`). A step that does not get its groups within
 `train.step_timeout_s` ends the run with a checkpoint.
 """
 
@@ -32,14 +34,17 @@ import msgspec
 import ray
 from rich.console import Console
 
+from actors.curriculum import CurriculumSampler
 from actors.rollout_manager import RolloutManager, SourceSampler
 from actors.scheduler import EpisodeOutcome
 from envs.sources import Source, check_trainable, resolve_sources
 from launch.fabric import Fabric, init_ray, resolve_model
-from launch.metrics import MetricsLog, rollout_metrics, source_metrics
+from launch.metrics import MetricsLog, StepCounts, rollout_metrics, signal_metrics, source_metrics
 from launch.paths import run_root
 from schema.config import TrainConfig
 from schema.load import ConfigError, load_config
+from rollout.rewards import check_terms, trained_reward
+from schema.config import RewardConfig
 from schema.records import EpisodeRequest, Trajectory
 
 console = Console()
@@ -100,10 +105,17 @@ def eval_requests(cfg: TrainConfig, sources: list[Source], tag: str) -> list[tup
     return out
 
 
-def _reward_view(groups: list[list[Trajectory]], reward: str) -> list[list[Trajectory]]:
-    if reward == "binary":
-        return groups
-    return [[msgspec.structs.replace(t, reward=t.score) for t in g] for g in groups]
+def reward_view(groups: list[list[Trajectory]], reward: RewardConfig) -> list[list[Trajectory]]:
+    """The groups as the learner sees them: each trajectory's reward the combined reward terms
+    (rollout/rewards.py; each term's value is written into its metrics, for rollouts.jsonl)."""
+    return [[msgspec.structs.replace(t, reward=trained_reward(t, reward)) for t in g] for g in groups]
+
+
+def sampler_for(cfg: TrainConfig, trained: list[Source]) -> SourceSampler:
+    """The fixed weights, or the live curriculum (rollout.curriculum.enabled)."""
+    if cfg.rollout.curriculum.enabled:
+        return CurriculumSampler(trained, cfg.run.seed, cfg.rollout.curriculum)
+    return SourceSampler(trained, cfg.run.seed)
 
 
 #: called after each GSPO step with (step, fabric, manager): to watch a run from a notebook, or to inject
@@ -115,6 +127,10 @@ async def train(cfg: TrainConfig, resume: str | None = None, sft_only: bool = Fa
                 on_step: OnStep | None = None) -> Path:
     sources = resolve_sources(cfg.sources(), say=console.print)  # ConfigError before anything is made
     trained = check_trainable(sources)
+    try:
+        check_terms(cfg.train.reward)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
     root, moved = run_root(cfg.run.out_dir)
     if moved:
         console.print(f"[yellow]{moved}[/]", soft_wrap=True)
@@ -127,7 +143,7 @@ async def train(cfg: TrainConfig, resume: str | None = None, sft_only: bool = Fa
     fabric = Fabric(cfg, resolve_model(cfg))
     try:
         console.print(f"[bold]fabric ready[/]: {await fabric.ready()}; run folder {out}")
-        manager = RolloutManager(fabric.scheduler, SourceSampler(trained, cfg.run.seed), cfg.rollout,
+        manager = RolloutManager(fabric.scheduler, sampler_for(cfg, trained), cfg.rollout,
                                  cfg.train.groups_per_step, harness=cfg.fabric.env_worker.harness, seed=cfg.run.seed)
         step = await restore(fabric, manager, Path(resume)) if resume else 0
         if cfg.sft.enabled and resume is None:
@@ -168,6 +184,8 @@ async def _loop(fabric: Fabric, manager: RolloutManager, cfg: TrainConfig, log: 
     manager.start()
     lost: LearnerLost | None = None
     t_start, episodes_at_start = time.time(), manager.counters["episodes_done"]
+    counts = StepCounts()
+    counts(manager.stats())  # a resumed run counts from here
     try:
         while step < cfg.train.steps:
             t0 = time.time()
@@ -177,7 +195,8 @@ async def _loop(fabric: Fabric, manager: RolloutManager, cfg: TrainConfig, log: 
                               f"train.step_timeout_s ({cfg.train.step_timeout_s:.0f} s); stopping[/]")
                 break
             wait_s = time.time() - t0
-            metrics = await fabric.learner.train_step.remote(_reward_view(groups, cfg.train.reward))
+            view = reward_view(groups, cfg.train.reward)
+            metrics = await fabric.learner.train_step.remote(view)
             manager.updated(await fabric.publish())
             step += 1
             trajs = [t for g in groups for t in g]
@@ -186,12 +205,14 @@ async def _loop(fabric: Fabric, manager: RolloutManager, cfg: TrainConfig, log: 
             staleness = [manager.version - 1 - t.policy_version for t in trajs]
             pool = await fabric.pool.stats.remote()
             done = manager.counters["episodes_done"] - episodes_at_start
-            row = metrics | rollout_metrics(trajs) | source_metrics(trajs) | {
+            stats = manager.stats()
+            row = metrics | rollout_metrics(trajs) | source_metrics(trajs) | counts(stats) | signal_metrics(
+                groups, [[t.reward for t in g] for g in view]) | {
                 "staleness_mean": sum(staleness) / len(staleness), "staleness_max": float(max(staleness)),
                 "step_s": time.time() - t0, "wait_for_data_s": wait_s,
                 "generator_busy": sum(pool["busy_fraction"]) / len(pool["busy_fraction"]),
                 "trajectories_per_min": done / max(1e-9, time.time() - t_start) * 60,
-                **{f"rollout/{k}": float(v) for k, v in manager.stats().items()}}
+                **{f"rollout/{k}" if not k.startswith("curriculum/") else k: float(v) for k, v in stats.items()}}
             log.log("train", step, row)
             console.print(f"step {step}/{cfg.train.steps}: reward {row['rollout/reward']:.3f} "
                           f"score {row['rollout/score']:.3f} loss {metrics.get('loss', 0):.4f} "

@@ -30,7 +30,7 @@ from typing import Any, Protocol
 import msgspec
 
 from envs.episode_env import SNAPSHOT_TIMEOUT_S, EpisodeEnv, StateRefused
-from envs.runtime.episode import Episode, Runtime
+from envs.runtime.episode import Episode, Runtime, mark_cause
 from rollout.agent_loop import ChatRenderer, run_agent
 from rollout.generators.base import Generator
 from rollout.harness import Harness
@@ -56,7 +56,7 @@ class InProcess:
             return await asyncio.wait_for(asyncio.to_thread(env.judge, episode.final_state(), answer),
                                           env.judge_timeout_s)
         except TimeoutError:
-            return Verdict.failed(f"the verifier did not finish within {env.judge_timeout_s:.0f} s")
+            return Verdict.failed(f"the verifier did not finish within {env.judge_timeout_s:.0f} s", "infra/judge_timeout")
 
     async def verdict(self, env: EpisodeEnv, final: Verdict, answer: str) -> Verdict:
         return final
@@ -73,11 +73,13 @@ class Shipped:
         try:
             return await asyncio.wait_for(asyncio.to_thread(env.snapshot, episode.final_state()), SNAPSHOT_TIMEOUT_S)
         except StateRefused as exc:
-            return Verdict.failed(str(exc))
+            return Verdict.failed(str(exc), "policy/state_refused")
         except TimeoutError:
-            return Verdict.failed(f"the final state could not be shipped to a judge within {SNAPSHOT_TIMEOUT_S:.0f} s")
+            return Verdict.failed(f"the final state could not be shipped to a judge within {SNAPSHOT_TIMEOUT_S:.0f} s",
+                                  "infra/snapshot_error")
         except Exception as exc:  # noqa: BLE001 - an unreadable state is the sample's verdict, not a lost sample
-            return Verdict.failed(f"the final state could not be shipped to a judge: {type(exc).__name__}: {exc}")
+            cause = "policy/state_refused" if isinstance(exc, OSError) else "infra/snapshot_error"
+            return Verdict.failed(f"the final state could not be shipped to a judge: {type(exc).__name__}: {exc}", cause)
 
     async def verdict(self, env: EpisodeEnv, final: bytes | Verdict, answer: str) -> Verdict:
         return final if isinstance(final, Verdict) else await self.call(env.ref, final, answer)
@@ -123,7 +125,11 @@ async def run_episode(env: EpisodeEnv, runtime: Runtime, generator: Generator | 
     deadline = None if own.episode_timeout_s is None else time.monotonic() + own.episode_timeout_s
     tools = Harness(harness, max_output_chars=config.max_output_chars, program_timeout_s=program_timeout)
     t0 = time.monotonic()
-    episode = await env.open(runtime)
+    try:
+        episode = await env.open(runtime)
+    except Exception as exc:  # the runtime marks the step (sandbox, tool servers); anything else: the environment
+        mark_cause(exc, "infra/env_open")
+        raise
     try:
         if not isinstance(generator, Generator):  # made from the open episode (the oracle reads its kernel)
             generator = generator(episode)

@@ -41,6 +41,21 @@ def function_spec(name: str, description: str, schema: dict[str, Any]) -> dict[s
     return {"type": "function", "function": {"name": name, "description": description, "parameters": schema}}
 
 
+def program_error_label(result: Any) -> str:
+    """A failed program's label in its turn's errors (what schema/outcomes.policy_cause reads):
+    program_oom (killed at its memory limit, or MemoryError under rlimits), program_timeout,
+    program_died (the kernel ended otherwise), program_disk_limit, or program_<ExceptionName>."""
+    if result.oom_killed or result.error_name == "MemoryError":
+        return "program_oom"
+    if result.timed_out:
+        return "program_timeout"
+    if result.died:
+        return "program_died"
+    if result.error_name:
+        return f"program_{result.error_name}"
+    return "program_disk_limit" if result.ended else "program_error"
+
+
 class Harness:
     def __init__(self, name: str, max_output_chars: int = 50_000, program_timeout_s: float = 120.0):
         if name not in HARNESSES:
@@ -79,7 +94,7 @@ class Harness:
             result = await episode.run_program(code, timeout_s=timeout)
             calls = [ToolCallSummary(tool=c.tool, ok=c.ok, source="program", result_chars=c.result_chars)
                      for c in result.tool_calls]
-            return result.text, calls, (f"program_{result.error_name or 'timeout'}" if result.is_error else None)
+            return result.text, calls, (program_error_label(result) if result.is_error else None)
         direct = await episode.call_tool(call.name, call.arguments)
         summary = ToolCallSummary(tool=call.name, ok=not direct.is_error, source="direct",
                                   result_chars=direct.record.result_chars)

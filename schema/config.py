@@ -144,6 +144,28 @@ class HostLoopConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
             raise ValueError(f"harness must be ptc, dtc or hybrid, got {self.harness!r}")
 
 
+class CurriculumConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """The live curriculum (actors/curriculum.py): draws where the running pass rate of a (source,
+    task, scale) lies inside the band, and moves each task up its scales as it masters them."""
+
+    enabled: bool = False  # false: the fixed weights (each source's scale weights), as before
+    low: float = 0.0  # the band: draw where low < pass rate < high (both strict; the filter's defaults)
+    high: float = 0.8
+    explore: float = 0.1  # this share of draws ignores the band: any task, any scale, by the fixed weights
+    window: int = 4  # a pass rate is over the last `window` groups of its (source, task, scale)
+    #: a task moves to its next scale when its current one's rate passes `high` over at least this many groups
+    min_groups: int = 1
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.low < self.high <= 1.0:
+            raise ValueError(f"rollout.curriculum needs 0 ≤ low < high ≤ 1, got low {self.low}, high {self.high}")
+        if not 0.0 <= self.explore <= 1.0:
+            raise ValueError(f"rollout.curriculum.explore must be in [0, 1], got {self.explore}")
+        if self.window < 1 or not 1 <= self.min_groups <= self.window:
+            raise ValueError(f"rollout.curriculum needs window ≥ 1 and 1 ≤ min_groups ≤ window, got window "
+                             f"{self.window}, min_groups {self.min_groups}")
+
+
 class RolloutConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """Groups, staleness and the in-flight window (actors/rollout_manager.py states the rule)."""
 
@@ -154,9 +176,14 @@ class RolloutConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     #: trajectories the manager holds at most (buffered, not yet trained on); when full, no new group
     #: starts until the learner takes some
     capacity: int = 4096
-    #: attempts of one episode that ended in a generator error or whose environment failed, before its
-    #: group is dropped (a dead env worker's episodes are re-run without counting)
+    #: attempts of one episode whose outcome was the fabric's (schema/outcomes.py: a judge, tool server,
+    #: sandbox, environment or generator failing; env workers dying under it) before it is given up
     max_attempts: int = 3
+    #: true: an infra outcome is re-run, then left out of its group (the advantage is over the valid
+    #: samples; a group left with fewer than 2 is dropped); false: a verifier's infra failure trains as a
+    #: zero and an episode without a trajectory fails its whole group (trainers that do not mask)
+    mask_infra: bool = True
+    curriculum: CurriculumConfig = CurriculumConfig()
 
 
 class PolicyLossConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -306,6 +333,9 @@ class FabricConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     learner_cpus_per_rank: float = 1.0
     learner_placement: str = "PACK"  # the placement group's strategy: PACK | SPREAD | STRICT_PACK | STRICT_SPREAD
     weights: WeightTransportConfig = WeightTransportConfig()
+    #: fault injection, for fault-tolerance tests and benches (0 in real runs): this share of the judges'
+    #: verdicts fail as a crashed verifier would ("infra/judge_error"), drawn by each judge's seeded generator
+    inject_judge_errors: float = 0.0
     #: env workers and generators that have not started by then fail the run with an error naming them
     #: (the cluster lacks their resources, or Ray lost their creation) rather than leaving it waiting
     start_timeout_s: float = 900.0
@@ -313,6 +343,8 @@ class FabricConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     def __post_init__(self) -> None:
         if self.start_timeout_s <= 0:
             raise ValueError(f"fabric.start_timeout_s must be > 0, got {self.start_timeout_s}")
+        if not 0.0 <= self.inject_judge_errors <= 1.0:
+            raise ValueError(f"fabric.inject_judge_errors must be in [0, 1], got {self.inject_judge_errors}")
 
 
 class SFTStage(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -321,11 +353,33 @@ class SFTStage(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     min_score: float = 0.7
 
 
+class RewardConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """The trained reward: terms from the registry (rollout/rewards.py) with weights. Gain terms
+    (`binary`: 1 when every criterion passes, the paper's; `score`: the fraction of criteria) are
+    averaged by weight into G in [0, 1]; penalty terms (`context_efficiency`, `dtc_like`), each in
+    [0, 1], scale it down: reward = G × (1 − Σ wₚ·penaltyₚ), so it stays in [0, 1] when the
+    penalties' weights sum to at most 1, which is checked when the run starts."""
+
+    terms: dict[str, float] = msgspec.field(default_factory=lambda: {"binary": 1.0})
+    #: context_efficiency: tool-output tokens an episode may put in its context before the penalty starts
+    context_budget_tokens: int = 1024
+    #: ... per task id, over the default (a task whose data is larger needs more)
+    context_budgets: dict[str, int] = {}
+
+    def __post_init__(self) -> None:
+        if not self.terms:
+            raise ValueError("train.reward.terms is empty: name at least one term (binary, score)")
+        if any(w < 0 for w in self.terms.values()):
+            raise ValueError(f"train.reward.terms weights must be ≥ 0, got {self.terms}")
+        if self.context_budget_tokens < 1 or any(b < 1 for b in self.context_budgets.values()):
+            raise ValueError("train.reward context budgets must be ≥ 1 token")
+
+
 class TrainStage(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     steps: int = 150
     groups_per_step: int = 32  # tasks per step (paper: 32 × 16 rollouts)
     checkpoint_every: int = 10
-    reward: str = "binary"  # "binary" (the paper) | "score" (fraction of criteria: denser, for tiny models)
+    reward: RewardConfig = RewardConfig()
     #: a step that gets no complete group for this long stops the run (a checkpoint is written)
     step_timeout_s: float = 3600.0
 

@@ -79,6 +79,9 @@ def decode(tree: Any, cls: type[T], path: str | Path | None = None, section: str
         for field, where in GONE.items():
             if f"unknown field `{field}`" in msg:
                 msg += f" ({where})"
+        if "$.train.reward`" in msg and "got `str`" in msg:  # the form before reward terms
+            msg += (" (the reward is terms with weights now: train.reward.terms={binary: 1.0}, or {score: 1.0}; "
+                    "see rollout/rewards.py)")
         raise ConfigError(f"{path or 'config'}: {msg}") from exc
 
 

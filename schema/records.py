@@ -16,6 +16,8 @@ from typing import Any
 
 import msgspec
 
+from schema.outcomes import check_cause, episode_cause
+
 #: the four environment scales of every library task (DESIGN.md §1)
 SCALES = ("v0", "v1", "v2", "v3")
 
@@ -107,6 +109,8 @@ class Trajectory(msgspec.Struct):
     policy_versions: list[int] = []  # version per model turn (async rollouts may span an update)
     uid: str = ""  # unique per (group_id, sample_idx, attempt): dedup key in the buffer
     source: str = ""  # the config source (envs:) training drew it from ("" outside training)
+    #: why it ended as it did (schema/outcomes.py): "policy/..." trains as its reward, "infra/..." is masked
+    cause: str = ""
 
     @property
     def response_len(self) -> int:
@@ -119,15 +123,19 @@ class Verdict(msgspec.Struct):
     criteria: dict[str, bool]
     reward: float  # 1.0 when every criterion passes, else 0.0 (binary, as in the paper)
     score: float  # fraction of criteria passed
-    error: str | None = None  # the verifier could not judge (recorded with reward 0, never a lost sample)
+    error: str | None = None  # the verifier could not judge (reward 0; `cause` says whose doing it was)
+    #: why it could not judge (schema/outcomes.CAUSES): "infra/..." is re-run and masked, "policy/..." a zero
+    cause: str | None = None
     #: what the environment records with the verdict, into the trajectory's metrics (a benchmark's
     #: state seed and launch time: LOCA generates due dates from the clock)
     metrics: dict[str, float] = {}
 
     @classmethod
-    def failed(cls, reason: str, metrics: dict[str, float] | None = None) -> Verdict:
-        """No verdict could be reached: reward and score 0, `reason` kept as the error."""
-        return cls(criteria={}, reward=0.0, score=0.0, error=reason, metrics=metrics or {})
+    def failed(cls, reason: str, cause: str, metrics: dict[str, float] | None = None) -> Verdict:
+        """No verdict could be reached: reward and score 0, `reason` kept as the error and `cause`
+        (schema/outcomes.CAUSES) deciding whether the zero is the policy's or the fabric's. Every
+        caller names the cause: no verifier failure lands on a side by default."""
+        return cls(criteria={}, reward=0.0, score=0.0, error=reason, cause=check_cause(cause), metrics=metrics or {})
 
     @classmethod
     def of(cls, criteria: dict[str, bool]) -> Verdict:
@@ -137,11 +145,12 @@ class Verdict(msgspec.Struct):
 
 
 def judged(traj: Trajectory, verdict: Verdict) -> Trajectory:
-    """`traj` with `verdict`'s reward, score, criteria and error (the one place a verdict meets a
-    trajectory)."""
+    """`traj` with `verdict`'s reward, score, criteria and error, and the episode's cause (the one
+    place a verdict meets a trajectory)."""
     traj.reward, traj.score, traj.criteria, traj.verifier_error = (verdict.reward, verdict.score,
                                                                   verdict.criteria, verdict.error)
     traj.metrics.update(verdict.metrics)
+    traj.cause = episode_cause(traj, verdict.cause if verdict.error is not None else None)
     return traj
 
 

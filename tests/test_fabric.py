@@ -229,3 +229,44 @@ async def test_killed_generator_is_replaced_with_current_weights(pool, tiny_path
         await asyncio.sleep(0.2)
     assert stats["restarts"] == restarts + 1
     assert (await pool.health.remote())["versions"] == [3, 3]  # the replacement came back with v3
+
+
+async def test_injected_judge_crashes_and_a_tool_server_that_will_not_start_are_masked(ray_cluster, tiny_path, pool,  # noqa: F811
+                                                                                      tmp_path):
+    """Real env workers, generators and judges. Half of the judge's verdicts fail by injection: each such
+    episode runs again (counted as infra), the ones that fail every attempt are left out of their group,
+    and no sample with an infra cause is taken. A task whose tool server dies at start: its episodes are
+    tried max_attempts times, counted as infra/tool_server_start, and their group is dropped, not trained."""
+    judge = Judge.options(num_cpus=0).remote(60.0, 0.5, 7)
+    worker = EnvWorker.options(num_cpus=0.5, max_concurrency=100).remote(WORKER, str(tiny_path), pool, [judge])
+    track(ray_cluster, judge, worker)
+    await within(worker.ready.remote(), 180, "a new env worker")
+    scheduler = Scheduler(EnvWorkers([worker], None, WORKER.concurrency), max_attempts=3)
+    retired = {}
+    manager = RolloutManager(scheduler, SourceSampler([library_source([TASK], {"v0": 1.0})], 0),
+                             RolloutConfig(group_size=4, max_staleness=0), 2, harness="ptc",
+                             on_retire=lambda g, why: retired.setdefault(g.group_id, (why, dict(g.masked))))
+    manager.start()
+    groups = await within(manager.take(2, 600), 650, "two groups under injected judge crashes")
+    manager.stop()
+    injected = await judge.injected_errors.remote()
+    assert len(groups) == 2 and injected >= 1
+    assert scheduler.counters["infra/judge_error"] == injected  # every injected crash was an infra attempt
+    assert not any(t.cause.startswith("infra/") or t.verifier_error for g in groups for t in g)
+    for g in groups:  # each taken group: its valid samples, and the masked ones left out, make the whole group
+        why, masked = retired[g[0].group_id]
+        assert why == "trained" and len(g) >= 2 and len(g) + len(masked) == 4
+        assert set(masked.values()) <= {"infra/judge_error"}
+
+    broken = write_task(tmp_path / "lib", "no_server")
+    (broken / "tools.py").write_text("raise SystemExit('this server cannot start')\n")
+    source = library_source(["no_server"], {"v0": 1.0}, library=str(tmp_path / "lib"))
+    dropped = RolloutManager(scheduler, SourceSampler([source], 0), RolloutConfig(group_size=2, max_staleness=0), 1,
+                             harness="ptc")
+    dropped.start()
+    assert await dropped.take(1, 60) == []  # nothing to train on: never a group of zeros
+    dropped.stop()
+    await scheduler.stop()
+    assert dropped.counters["groups_dropped_infra"] >= 1 and dropped.counters["groups_trained"] == 0
+    assert dropped.counters["masked/infra/tool_server_start"] >= 2
+    assert scheduler.counters["infra/tool_server_start"] >= 3 * 2  # each episode tried max_attempts times

@@ -24,16 +24,17 @@ class Run:
     """Synthetic workers, a scheduler and a manager; a ledger of every group that leaves it."""
 
     def __init__(self, workers: int = 3, concurrency: int = 64, spec: SyntheticSpec | None = None,
-                 capacity: int = 4096, replace: bool = True):
+                 capacity: int = 4096, replace: bool = True, mask_infra: bool = True, sampler=None):
         spec = spec or SyntheticSpec(median_s=0.01, tail_p=0.0, generator_error_p=0.0, broken_p=0.0)
         self.new = lambda: SyntheticEnvWorker.options(num_cpus=0, max_concurrency=1000).remote(spec)
         self.env = EnvWorkers([self.new() for _ in range(workers)], self.new if replace else None, concurrency)
-        self.scheduler = Scheduler(self.env, max_attempts=3)
+        self.scheduler = Scheduler(self.env, max_attempts=3, rerun_infra=mask_infra)
         self.ledger: Counter = Counter()
         self.retired: dict[str, str] = {}
-        sampler = SourceSampler([library_source(["t1", "t2", "t3"], {"v0": 1.0, "v1": 1.0})], 0)
+        sampler = sampler or SourceSampler([library_source(["t1", "t2", "t3"], {"v0": 1.0, "v1": 1.0})], 0)
         self.manager = RolloutManager(self.scheduler, sampler,
-                                      RolloutConfig(group_size=G, max_staleness=S, capacity=capacity), B,
+                                      RolloutConfig(group_size=G, max_staleness=S, capacity=capacity,
+                                                    mask_infra=mask_infra), B,
                                       harness="ptc", on_retire=self._retired)
         self.version = 0
 
@@ -94,20 +95,32 @@ async def test_in_flight_stays_within_the_staleness_window_before_and_after_sft(
         await r.close()
 
 
-async def test_stale_drops_and_failed_groups_return_their_slot(run):
-    """A group dropped as stale or failed for good leaves the window; the window is the same size 20
-    steps later, and every group admitted is trained, dropped, failed or still in the manager."""
-    r = run(spec=SyntheticSpec(median_s=0.01, tail_p=0.0, generator_error_p=0.05, broken_p=0.02))
+@pytest.mark.parametrize("mask_infra", [True, False])
+async def test_stale_drops_and_failed_groups_return_their_slot(run, mask_infra):
+    """A group dropped as stale, failed for good (without masking) or left with too few valid samples
+    (masking) leaves the window; the window is the same size 20 steps later, and every group admitted
+    is trained, dropped, failed or still in the manager. With masking an episode that fails for good
+    is left out of its group, not its group's end."""
+    r = run(spec=SyntheticSpec(median_s=0.01, tail_p=0.0, generator_error_p=0.05, broken_p=0.05),
+            mask_infra=mask_infra)
     r.manager.start()
-    await r.step()
+    trained = await r.step()
     assert r.window() == WINDOW
     await r.publish(r.version + 5)  # a jump of the learner's version: what is buffered is now stale
     r.manager.set_version(r.version)
     for _ in range(20):
-        await r.step()
+        trained += await r.step()
     m = r.manager
-    assert m.counters["groups_dropped_stale"] >= 1 and m.counters["groups_failed"] >= 1
+    assert m.counters["groups_dropped_stale"] >= 1
     assert r.ledger["stale"] == m.counters["groups_dropped_stale"] and r.ledger["failed"] == m.counters["groups_failed"]
+    assert r.ledger["infra"] == m.counters["groups_dropped_infra"]
+    if mask_infra:
+        assert m.counters["groups_failed"] == 0 and m.counters["samples_masked"] >= 1
+        assert min(len(g) for g in trained) >= 2 and min(len(g) for g in trained) < G  # some trained without a masked one
+        assert not any(t.cause.startswith("infra/") for g in trained for t in g)
+    else:
+        assert m.counters["groups_failed"] >= 1 and m.counters["samples_masked"] == 0
+        assert all(len(g) == G for g in trained)
     assert r.window() == WINDOW
     assert m.admitted == len(r.retired) + len(m.groups)  # every group once: retired or still held
     assert r.ledger["trained"] == 21 * B
@@ -197,5 +210,79 @@ async def test_every_worker_gone_fails_what_is_queued_instead_of_waiting(ray_ses
     await asyncio.sleep(0.5)
     ray.kill(env.live[0])
     outcomes = await asyncio.wait_for(pending, 30)
-    assert [o.failure for o in outcomes] == ["worker_died"] * 6
+    assert [o.failure for o in outcomes] == ["infra/worker_died"] * 6
     await scheduler.stop()
+
+
+async def test_injected_judge_failures_never_reach_the_learner_as_zeros(run):
+    """100 groups (400 episodes) with 10 % of judge calls failing on each attempt and 2 % of samples whose
+    judge always fails: the failures are re-run, the hopeless ones masked, and not one sample with an infra
+    cause is taken for training; without masking, the same faults train as zeros."""
+    from learner.batch import rl_samples
+    from schema.config import PolicyLossConfig
+
+    spec = SyntheticSpec(median_s=0.005, tail_p=0.0, generator_error_p=0.0, broken_p=0.0, verifier_error_p=0.10,
+                         judge_broken_p=0.02)
+    counts = {}
+    for mask in (True, False):
+        r = run(spec=spec, mask_infra=mask, workers=2)
+        r.manager.start()
+        trained = []
+        for _ in range(25):
+            trained += await r.step()
+        m, sched = r.manager, r.scheduler.counters
+        infra = sum(t.cause.startswith("infra/") for g in trained for t in g)
+        counts[mask] = (infra, m.counters["samples_masked"], sched.get("infra/judge_error", 0))
+        assert len(trained) == 100
+        if mask:
+            assert infra == 0
+            # ~10 % of ~400 first attempts failed, and re-ran; the always-failing ones were masked
+            assert sched["infra/judge_error"] >= 20 and m.counters["samples_masked"] >= 1
+            assert m.counters["masked/infra/judge_error"] == m.counters["samples_masked"]
+            samples, _ = rl_samples(trained, PolicyLossConfig())
+            assert len(samples) == sum(len(g) for g in trained) < 100 * G  # masked ones are not in any group
+        else:
+            assert infra >= 20 and m.counters["samples_masked"] == 0  # fake zeros, trained
+            assert all(t.reward == 0.0 for g in trained for t in g if t.cause.startswith("infra/"))
+        await r.close()
+    assert counts[True][0] == 0 < counts[False][0]
+
+
+def _one_task_curriculum(seed: int = 0, **kw):
+    from actors.curriculum import CurriculumSampler
+    from schema.config import CurriculumConfig
+
+    return CurriculumSampler([library_source(["t1"], {"v0": 1.0, "v1": 1.0, "v2": 1.0})], seed,
+                             CurriculumConfig(enabled=True, **kw))
+
+
+async def test_the_curriculum_moves_a_solved_task_to_its_next_scale_and_resumes_exactly(run):
+    """A scripted policy that always solves v0 and never v1: after a few groups the sampler draws v1 of
+    the task (its frontier) almost always, and says so; a manager restored from its state makes the
+    same next draws as the one that went on."""
+    spec = SyntheticSpec(median_s=0.005, tail_p=0.0, generator_error_p=0.0, broken_p=0.0, verifier_error_p=0.0,
+                         pass_by_scale={"v0": 1.0, "v1": 0.0, "v2": 0.0})
+    r = run(spec=spec, sampler=_one_task_curriculum(explore=0.1))
+    r.manager.start()
+    drawn = []
+    for _ in range(10):  # 40 groups
+        drawn += [(g[0].scale) for g in await r.step()]
+    report = r.manager.stats()
+    assert report["curriculum/frontier_v1"] == 1 and report["curriculum/promoted_from_v0"] == 1
+    assert drawn[:4].count("v0") >= 3  # the frontier starts at the first scale (one draw in ten explores)
+    late = drawn[-20:]
+    assert late.count("v1") >= 15, late  # concentrated on the frontier (the rest: the 10 % exploration share)
+    assert report["draws_v1"] > report["draws_v0"]
+    state = r.manager.state()
+    version = r.version
+    await r.close()
+
+    def draws(manager, n=60):
+        return [manager.sampler.draw() for _ in range(n)]
+
+    again = run(spec=spec, sampler=_one_task_curriculum(explore=0.1))
+    again.manager.load_state(state)
+    assert again.manager.sampler.report() == r.manager.sampler.report()
+    same = draws(again.manager)
+    assert same == draws(r.manager) and {s for _, _, s in same} >= {"v1", "v0"}  # not a trivial sequence
+    del version

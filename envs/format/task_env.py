@@ -193,7 +193,7 @@ async def judge_episode(episode: Episode, task: Task, scale: str, answer: str, c
         return await asyncio.wait_for(asyncio.to_thread(judge, task, scale, episode.final_state(), answer, cache),
                                       timeout_s)
     except TimeoutError:
-        return Verdict.failed(f"the verifier did not finish within {timeout_s:.0f} s")
+        return Verdict.failed(f"the verifier did not finish within {timeout_s:.0f} s", "infra/judge_timeout")
 
 
 def judge(task: Task, scale: str, state: EpisodeState | Path, answer: str, cache: EnvironmentCache) -> Verdict:
@@ -202,7 +202,7 @@ def judge(task: Task, scale: str, state: EpisodeState | Path, answer: str, cache
     try:
         return Verdict.of(task.verify(final_root, cache.get(task, scale), answer, scale))
     except Exception as exc:  # noqa: BLE001
-        return Verdict.failed(f"{type(exc).__name__}: {exc}")
+        return Verdict.failed(f"{type(exc).__name__}: {exc}", "infra/judge_error")
 
 
 def snapshot_state(root: str | Path, max_bytes: int = MAX_STATE_BYTES) -> bytes:
@@ -221,7 +221,7 @@ def _child(conn: Any, fn: Callable[..., Verdict], args: tuple) -> None:
     try:
         conn.send(fn(*args))
     except BaseException as exc:  # noqa: BLE001 - reported to the parent
-        conn.send(Verdict.failed(f"{type(exc).__name__}: {exc}"))
+        conn.send(Verdict.failed(f"{type(exc).__name__}: {exc}", "infra/judge_error"))
     finally:
         conn.close()
 
@@ -240,9 +240,9 @@ def verify_in_child(fn: Callable[..., Verdict], args: tuple, timeout_s: float) -
     try:
         if parent.poll(timeout_s):
             return parent.recv()
-        return Verdict.failed(f"verifier timed out after {timeout_s:.0f} s")
+        return Verdict.failed(f"verifier timed out after {timeout_s:.0f} s", "infra/judge_timeout")
     except EOFError:
-        return Verdict.failed(f"verifier crashed (exit code {proc.exitcode})")
+        return Verdict.failed(f"verifier crashed (exit code {proc.exitcode})", "infra/judge_error")
     finally:
         if proc.is_alive():
             proc.kill()

@@ -200,7 +200,7 @@ def verify(task: HarborTask, tree: Path, answer: str | None, timeout_s: float | 
             untrusted_fs.write_file(tree, posixpath.normpath(task.answer_path).lstrip("/"), answer.encode())
         except untrusted_fs.PathRefused as exc:
             error = f"{task.id}: the answer could not be written to {task.answer_path}: {exc}"
-            return VerifierRun(verdict=Verdict.failed(error), rewards={},
+            return VerifierRun(verdict=Verdict.failed(error, "policy/state_refused"), rewards={},
                                script=ScriptRun(exit_code=None, timed_out=False, duration_s=0.0, output_tail=""))
     with tempfile.TemporaryDirectory(prefix="harbor-verify-") as tmp:
         tests = Path(tmp) / "tests"
@@ -211,7 +211,7 @@ def verify(task: HarborTask, tree: Path, answer: str | None, timeout_s: float | 
                 if src.is_dir():
                     untrusted_fs.copy_tree(src, tests, max_bytes=MAX_CONTEXT_BYTES)
         except untrusted_fs.PathRefused as exc:
-            return VerifierRun(verdict=Verdict.failed(f"{task.id}: its tests cannot be copied: {exc}"), rewards={},
+            return VerifierRun(verdict=Verdict.failed(f"{task.id}: its tests cannot be copied: {exc}", "infra/judge_error"), rewards={},
                                script=ScriptRun(exit_code=None, timed_out=False, duration_s=0.0, output_tail=""))
         logs = Path(tmp) / "logs"
         for sub in ("verifier", "agent", "artifacts"):
@@ -227,7 +227,8 @@ def verify(task: HarborTask, tree: Path, answer: str | None, timeout_s: float | 
             how = f"timed out after {timeout_s:.0f} s" if script.timed_out \
                 else f"exit code {script.exit_code}"
             error = f"{task.id}: {exc} ({how}); output: {script.output_tail[-600:]}"
-            return VerifierRun(verdict=Verdict.failed(error), rewards={},
+            cause = "infra/judge_timeout" if script.timed_out else "infra/judge_error"
+            return VerifierRun(verdict=Verdict.failed(error, cause), rewards={},
                                script=script)
     return VerifierRun(verdict=verdict_from_rewards(rewards), rewards=rewards, script=script)
 
@@ -339,7 +340,8 @@ def run_steps(task: HarborTask, tree: Path, oracle: bool) -> tuple[VerifierRun, 
                          "steps are skipped")
             break
     rewards = step_rewards([r.rewards for r in runs if r.rewards], task.config.multi_step_reward_strategy)
-    verdict = verdict_from_rewards(rewards) if rewards else Verdict.failed("; ".join(lines))
+    first_error = next((r.verdict.cause for r in runs if r.verdict.error), None) or "infra/judge_error"
+    verdict = verdict_from_rewards(rewards) if rewards else Verdict.failed("; ".join(lines), first_error)
     return VerifierRun(verdict=verdict, rewards=rewards, script=runs[-1].script), lines
 
 
@@ -433,13 +435,13 @@ class HarborTaskEnv:
     def _judge_steps(self, state: EpisodeState | str | Path, answer: str) -> Verdict:
         progress = self._progress.get(state)
         if progress is None:
-            return Verdict.failed(f"{self.task.id}: a multi-step task is judged where its episode ran")
+            return Verdict.failed(f"{self.task.id}: a multi-step task is judged where its episode ran", "infra/judge_error")
         runs = list(progress.runs)
         if not progress.stopped:  # the step the episode ended in
             runs.append(verify(self.task, tree_of(state), answer, step=self.task.steps[progress.index]))
-        errors = [r.verdict.error for r in runs if r.verdict.error]
-        if errors:
-            return Verdict.failed("; ".join(errors))
+        failed = [r.verdict for r in runs if r.verdict.error]
+        if failed:  # the first failure's cause: a later step is not verified after it
+            return Verdict.failed("; ".join(v.error or "" for v in failed), failed[0].cause or "infra/judge_error")
         # a step never reached counts 0 (module docstring of the class)
         steps = [r.rewards for r in runs] + [{"reward": 0.0}] * (len(self.task.steps) - len(runs))
         verdict = verdict_from_rewards(step_rewards(steps, self.task.config.multi_step_reward_strategy))
@@ -457,11 +459,13 @@ class HarborTaskEnv:
 
     def judge_shipped(self, state: bytes, answer: str) -> Verdict:
         if self.task.steps:
-            return Verdict.failed(f"{self.task.id}: a multi-step task is judged in place, where its episode ran")
+            return Verdict.failed(f"{self.task.id}: a multi-step task is judged in place, where its episode ran",
+                                  "infra/judge_error")
         try:
             with tempfile.TemporaryDirectory(prefix="harbor-judge-") as tmp:
                 return judge(self.task, restore_tree(state, tmp), answer)
         except StateRefused as exc:
-            return Verdict.failed(str(exc))
+            return Verdict.failed(str(exc), "policy/state_refused")
         except Exception as exc:  # noqa: BLE001 - a tree that does not restore is a recorded verifier error
-            return Verdict.failed(f"the shipped container tree could not be judged: {type(exc).__name__}: {exc}")
+            return Verdict.failed(f"the shipped container tree could not be judged: {type(exc).__name__}: {exc}",
+                                  "infra/judge_error")

@@ -59,6 +59,15 @@ CLEANUP_TIMEOUT_S = 30.0
 Prepare = Callable[[Path], Awaitable[Sequence[UpstreamLike]]]
 
 
+def mark_cause(exc: BaseException, cause: str) -> None:
+    """Say which step of opening an episode failed ("infra/sandbox_start", "infra/tool_server_start",
+    schema/outcomes.py) on the exception itself, for a trainer's retry policy, without changing its
+    type (callers match on it). The first mark stays: it names the innermost step."""
+    if getattr(exc, "outcome_cause", None) is None:
+        with contextlib.suppress(AttributeError):
+            exc.outcome_cause = cause  # type: ignore[attr-defined]
+
+
 class ProgramResult(msgspec.Struct):
     text: str  # what the model sees
     is_error: bool  # the program raised, timed out or crashed the kernel
@@ -69,6 +78,8 @@ class ProgramResult(msgspec.Struct):
     restarted: bool = False
     error_name: str | None = None
     ended: bool = False  # the episode ended with this program (its disk limit): no more programs run
+    died: bool = False  # the kernel process ended under it (a crash, os._exit, an OOM kill)
+    oom_killed: bool = False  # the kernel was killed at its memory limit
 
 
 class DirectCallResult(msgspec.Struct):
@@ -211,7 +222,8 @@ class Episode:
                                                       or result.bad_messages or over),
                              tool_calls=calls, duration_s=result.duration_s, output_chars=result.output_chars,
                              timed_out=result.timed_out, restarted=result.restarted and not over,
-                             error_name=result.error_name, ended=bool(over))
+                             error_name=result.error_name, ended=bool(over), died=result.died,
+                             oom_killed=result.oom_killed)
 
     async def call_tool(self, name: str, arguments: Any) -> DirectCallResult:
         """A direct (DTC) tool call: the model sees the raw result text, or the error."""
@@ -437,11 +449,19 @@ class Runtime:
         if self.closed:
             raise RuntimeError("runtime is closed")
         t0 = time.perf_counter()
-        slot = await self._take_slot(Path(workspace) if workspace else None, binds, counted)
+        try:
+            slot = await self._take_slot(Path(workspace) if workspace else None, binds, counted)
+        except Exception as exc:
+            mark_cause(exc, "infra/sandbox_start")
+            raise
         owns = router is None
         try:
             if router is None:
-                specs = await upstreams(slot.env_root) if callable(upstreams) else upstreams
+                try:
+                    specs = await upstreams(slot.env_root) if callable(upstreams) else upstreams
+                except Exception as exc:
+                    mark_cause(exc, "infra/env_open")
+                    raise
                 logs = slot.dir
                 if self.config.logs_dir:  # kept after the episode: why a server failed, read later
                     logs = Path(self.config.logs_dir) / slot.id
@@ -453,7 +473,11 @@ class Runtime:
                                    max_in_flight=self.config.max_tool_calls_in_flight,
                                    record_chars=self.config.call_record_chars,
                                    max_records=self.config.max_call_records)
-                await router.start()
+                try:
+                    await router.start()
+                except Exception as exc:
+                    mark_cause(exc, "infra/tool_server_start")
+                    raise
             slot.bridge.attach(router)
         except BaseException:
             if owns and router is not None:

@@ -183,17 +183,20 @@ class LocaState:
     def judge(self, timeout_s: float) -> Verdict:
         facts = {"state_seed": float(self.ref.seed), "launch_time": float(self.reply.get("launch_time") or 0.0)}
         if self.driver is None or self.driver.closed:
-            return Verdict.failed(f"{self.ref.task_id}: LOCA's state is gone (its driver has ended)", facts)
+            return Verdict.failed(f"{self.ref.task_id}: LOCA's state is gone (its driver has ended)", "infra/evaluator_error",
+                                  facts)
         try:
             self.driver.send({"cmd": "judge"})
             reply = self.driver.receive(timeout_s)
         except ProcessFailed as exc:
-            return Verdict.failed(f"LOCA's evaluator: {exc}", facts)
+            return Verdict.failed(f"LOCA's evaluator: {exc}", "infra/evaluator_error", facts)
         if not reply.get("ok"):
-            return Verdict.failed(f"LOCA's evaluator raised:\n{str(reply.get('error'))[-3000:]}", facts)
+            return Verdict.failed(f"LOCA's evaluator raised:\n{str(reply.get('error'))[-3000:]}", "infra/evaluator_error",
+                                  facts)
         reward = reply.get("reward")
         if not isinstance(reward, int | float):
-            return Verdict.failed(f"LOCA's evaluator gave no numeric reward: {reply!r:.300}", facts)
+            return Verdict.failed(f"LOCA's evaluator gave no numeric reward: {reply!r:.300}", "infra/evaluator_error",
+                                  facts)
         passed = float(reward) >= 1.0
         # LOCA's `info` says why a state failed (its "error" entry is a failed check, not a broken
         # evaluator): it is in the driver's log, and the verdict is the evaluator's reward
@@ -246,7 +249,8 @@ class LocaTaskEnv(OneStep):
     def judge(self, state: EpisodeState | str | Path, answer: str) -> Verdict:
         live = self._states.get(state)
         if live is None:
-            return Verdict.failed(f"{self.ref.task_id}: not an open episode of this environment (LOCA judges live states)")
+            return Verdict.failed(f"{self.ref.task_id}: not an open episode of this environment (LOCA judges live states)",
+                                  "infra/judge_error")
         return live.judge(self.judge_timeout_s)
 
     def snapshot(self, state: EpisodeState) -> bytes:
@@ -254,5 +258,5 @@ class LocaTaskEnv(OneStep):
 
     def judge_shipped(self, state: bytes, answer: str) -> Verdict:
         return Verdict.failed("LOCA-bench states are judged in place, on the env worker that holds them; "
-                              "a shipped state cannot be judged (LocaTaskEnv.judged_in_place)")
+                              "a shipped state cannot be judged (LocaTaskEnv.judged_in_place)", "infra/judge_error")
 

@@ -94,14 +94,15 @@ class MCPMarkTaskEnv(OneStep):
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
         if run.timed_out:
-            return Verdict.failed(f"MCPMark's verify.py did not finish within {self.judge_timeout_s:.0f} s")
+            return Verdict.failed(f"MCPMark's verify.py did not finish within {self.judge_timeout_s:.0f} s",
+                                  "infra/judge_timeout")
         passed = run.exit_code == 0
         return Verdict(criteria={"mcpmark_verify": passed}, reward=float(passed), score=float(passed))
 
     def judge(self, state: EpisodeState | str | Path, answer: str) -> Verdict:
         work = self._open.get(state)
         if work is None:
-            return Verdict.failed(f"{self.ref.task}: not an open episode of this environment")
+            return Verdict.failed(f"{self.ref.task}: not an open episode of this environment", "infra/judge_error")
         return self.verify(work / "state")
 
     def snapshot(self, state: EpisodeState) -> bytes:
@@ -112,6 +113,7 @@ class MCPMarkTaskEnv(OneStep):
             with tempfile.TemporaryDirectory(prefix="mcpmark-judge-") as tmp:
                 return self.verify(restore(state, Path(tmp) / "state"))
         except StateRefused as exc:
-            return Verdict.failed(str(exc))
+            return Verdict.failed(str(exc), "policy/state_refused")
         except Exception as exc:  # noqa: BLE001 - a state that does not restore is a recorded verifier error
-            return Verdict.failed(f"the shipped working copy could not be judged: {type(exc).__name__}: {exc}")
+            return Verdict.failed(f"the shipped working copy could not be judged: {type(exc).__name__}: {exc}",
+                                  "infra/judge_error")

@@ -214,21 +214,24 @@ class ToolathlonTaskEnv(OneStep):
             run = run_once(argv, timeout_s=self.judge_timeout_s, log_file=scratch / "evaluation.log", limits=limits,
                            memory_bytes=PROCESS_MEMORY_BYTES, name="toolathlon-evaluation")
         except untrusted_fs.PathRefused as exc:
-            return Verdict.failed(f"{self.ref.task}: its task folder cannot be copied for the evaluator: {exc}")
+            return Verdict.failed(f"{self.ref.task}: its task folder cannot be copied for the evaluator: {exc}",
+                                  "infra/evaluator_error")
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
         if run.timed_out:
-            return Verdict.failed(f"Toolathlon's evaluator did not finish within {self.judge_timeout_s:.0f} s")
+            return Verdict.failed(f"Toolathlon's evaluator did not finish within {self.judge_timeout_s:.0f} s",
+                                  "infra/judge_timeout")
         broken = next((m for m in ("ModuleNotFoundError", "ImportError", "SyntaxError") if m in run.output_tail), None)
         if run.exit_code != 0 and broken:  # the evaluator could not run: the environment's fault, not the model's
-            return Verdict.failed(f"Toolathlon's evaluator could not run ({broken}): {run.output_tail[-1500:]}")
+            return Verdict.failed(f"Toolathlon's evaluator could not run ({broken}): {run.output_tail[-1500:]}",
+                                  "infra/evaluator_error")
         passed = run.exit_code == 0
         return Verdict(criteria={"toolathlon_evaluator": passed}, reward=float(passed), score=float(passed))
 
     def judge(self, state: EpisodeState | str | Path, answer: str) -> Verdict:
         live = self._open.get(state)
         if live is None:
-            return Verdict.failed(f"{self.ref.task}: not an open episode of this environment")
+            return Verdict.failed(f"{self.ref.task}: not an open episode of this environment", "infra/judge_error")
         work, launch_time = live
         return self.evaluate(work / "state", launch_time, answer)
 
@@ -246,6 +249,7 @@ class ToolathlonTaskEnv(OneStep):
                 launch_time = json.loads((root / "meta" / META).read_text())["launch_time"]
                 return self.evaluate(root, str(launch_time), answer)
         except StateRefused as exc:
-            return Verdict.failed(str(exc))
+            return Verdict.failed(str(exc), "policy/state_refused")
         except Exception as exc:  # noqa: BLE001 - a state that does not restore is a recorded verifier error
-            return Verdict.failed(f"the shipped workspace could not be judged: {type(exc).__name__}: {exc}")
+            return Verdict.failed(f"the shipped workspace could not be judged: {type(exc).__name__}: {exc}",
+                                  "infra/judge_error")

@@ -1,0 +1,117 @@
+"""Why an episode ended as it did: its *cause*, on one of two sides.
+
+- **policy**: what the model did — it solved the task, answered wrong, wrote malformed calls, ran a
+  program past its timeout, memory or disk, or hit the loop's turn, context, response or time limit,
+  or left a final state that cannot be judged (links, special files, too large). A policy outcome
+  trains as its reward (0 for every failure here).
+- **infra**: what the fabric did — a verifier crashed or timed out on a state it could read, no judge
+  answered, a benchmark's evaluator failed inside, the environment, its tool servers or its sandbox
+  would not start, the environment broke in the host mid-episode, the generator failed, the env
+  worker died. An infra outcome is re-run (up to `rollout.max_attempts`), then *masked*: left out
+  of its group, never trained as a zero (actors/rollout_manager.py).
+
+Why it matters: under GSPO's group-normalised advantage every fake zero pushes each other sample of
+its group up. Why masking cannot be gamed: a masked sample has no gradient at all, so a policy that
+learned to crash its judge would gain nothing (its failures are simply not counted); and what the
+policy can make unjudgeable (its final state) is on the policy side.
+
+A cause is written `"<side>/<name>"` (`"infra/judge_timeout"`), as in the per-step metrics
+(`rollout/infra/judge_timeout`). The table below is the one place that decides each; README
+"Fault tolerance" lists it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+#: the policy's outcomes: trained as their reward
+POLICY = {
+    "solved": "every criterion passed",
+    "wrong_answer": "answered, and some criterion failed",
+    "malformed_calls": "its calls did not parse (format errors) and it never got the answer right",
+    "program_timeout": "a program ran past its timeout",
+    "program_oom": "a program ran out of memory (killed, or MemoryError)",
+    "disk_limit": "its files passed the episode's disk limit: the runtime ended the episode",
+    "max_turns": "it used every turn without a final answer",
+    "context_limit": "the conversation outgrew the context",
+    "response_limit": "the response outgrew the host trainer's response budget",
+    "time_limit": "the environment's wall clock for the episode ran out",
+    "state_refused": "its final state cannot be judged (links, special files, past the size cap)",
+}
+#: the fabric's outcomes: re-run, then masked (never trained as 0)
+INFRA = {
+    "judge_error": "the verifier raised, crashed or could not load the environment",
+    "judge_timeout": "the verifier did not finish within its deadline",
+    "judge_unreachable": "no judge actor answered",
+    "evaluator_error": "a benchmark's own evaluator failed inside",
+    "snapshot_error": "the final state could not be read for shipping within its deadline",
+    "env_open": "the environment would not open",
+    "tool_server_start": "a tool server of the environment would not start",
+    "sandbox_start": "the episode's sandboxed kernel would not start",
+    "env_error": "the environment broke in the host mid-episode",
+    "generator_error": "the generator failed",
+    "worker_died": "env workers died under the episode",
+    "worker_error": "the env worker raised outside the environment",
+}
+SIDES = ("policy", "infra")
+CAUSES = tuple(f"policy/{c}" for c in POLICY) + tuple(f"infra/{c}" for c in INFRA)
+
+#: an agent loop's terminations that are the fabric's doing (schema.records.TERMINATIONS): the rest are
+#: the policy's (its own name is its cause when it did not solve the task)
+INFRA_TERMINATIONS = {"generator_error": "infra/generator_error", "env_error": "infra/env_error"}
+_LIMITS = ("disk_limit", "max_turns", "context_limit", "response_limit", "time_limit")
+
+
+def check_cause(cause: str) -> str:
+    """`cause` if it is one of CAUSES; a ValueError naming them otherwise (a typo must not silently
+    land on one side)."""
+    if cause not in CAUSES:
+        raise ValueError(f"unknown outcome cause {cause!r}; expected one of {', '.join(CAUSES)}")
+    return cause
+
+
+def is_infra(cause: str) -> bool:
+    return cause.startswith("infra/")
+
+
+def policy_cause(reward: float, termination: str, turn_errors: list[list[str]]) -> str:
+    """The cause of a judged episode the fabric did not fail: solved, or the first of: the disk
+    limit, a program out of memory, a program timeout, another loop limit, malformed calls, a wrong
+    answer. `turn_errors`: each turn's error labels (rollout/agent_loop.py: "program_timeout",
+    "program_oom", "format: ...")."""
+    if reward >= 1.0:
+        return "policy/solved"
+    if termination == "disk_limit":
+        return "policy/disk_limit"
+    flat = [e for errors in turn_errors for e in errors]
+    if "program_oom" in flat:
+        return "policy/program_oom"
+    if "program_timeout" in flat:
+        return "policy/program_timeout"
+    if termination in _LIMITS:
+        return f"policy/{termination}"
+    if any(e.startswith("format:") for e in flat):
+        return "policy/malformed_calls"
+    return "policy/wrong_answer"
+
+
+def episode_cause(traj: Any, verdict_cause: str | None) -> str:
+    """A judged trajectory's cause: the fabric's termination, else the verdict's own cause when the
+    verifier could not judge, else the policy's (policy_cause)."""
+    if traj.termination in INFRA_TERMINATIONS:
+        return INFRA_TERMINATIONS[traj.termination]
+    if verdict_cause:
+        return verdict_cause
+    return policy_cause(traj.reward, traj.termination, [t.errors for t in traj.turns])
+
+
+class EpisodeFailed(Exception):
+    """An episode that has no trajectory to train on, with its cause (an env worker raises it; the
+    scheduler reads the cause and re-runs). args: (cause, detail)."""
+
+    def __init__(self, cause: str, detail: str):
+        super().__init__(check_cause(cause), detail)
+        self.outcome_cause, self.detail = cause, detail
+
+    def __str__(self) -> str:
+        return f"{self.outcome_cause}: {self.detail}"

@@ -1,0 +1,214 @@
+"""What training learns from: each outcome's cause (policy or infra), the reward terms, the curriculum.
+
+Real episodes on the real runtime and a shipped task where a cause comes from the runtime (a program
+timeout, an OOM, the disk limit, a tool server that will not start); hand-built trajectories where
+the rule is arithmetic (reward terms, the curriculum's band)."""
+
+import textwrap
+
+import pytest
+
+from actors.curriculum import CurriculumSampler
+from envs.format.kind import library_source
+from envs.format.library import get_task, load_task
+from envs.format.task_env import LibraryTaskEnv, open_task_episode
+from envs.runtime.episode import Runtime
+from learner.batch import rl_samples
+from rollout.episode import run_episode
+from rollout.generators.scripted import ScriptedGenerator
+from rollout.teacher import call_text
+from rollout.rewards import REWARD_TERMS, check_terms, combine, reward_terms, trained_reward
+from schema.config import CurriculumConfig, LoopLimits, PolicyLossConfig, RewardConfig, RuntimeConfig
+from schema.outcomes import CAUSES, INFRA_TERMINATIONS, episode_cause, policy_cause
+from schema.records import TERMINATIONS, Trajectory, Turn, Verdict
+from tests.test_rollout import TASK, renderer, tiny_path, tokenizer  # noqa: F401
+from tests.test_task_format import write_task
+
+
+# ---------------------------------------------------------------- the taxonomy
+
+def test_every_termination_and_verifier_failure_is_on_a_named_side():
+    for t in TERMINATIONS:  # each termination is decided: infra by the table, else the policy's
+        cause = INFRA_TERMINATIONS.get(t) or policy_cause(0.0, t, [])
+        assert cause in CAUSES, t
+    assert {INFRA_TERMINATIONS[t] for t in ("generator_error", "env_error")} == {"infra/generator_error",
+                                                                                 "infra/env_error"}
+    with pytest.raises(TypeError):
+        Verdict.failed("no cause given")  # every verifier failure names its side
+    with pytest.raises(ValueError, match="unknown outcome cause"):
+        Verdict.failed("typo", "infra/judge_eror")
+    # the order a failed episode's cause is read in: disk limit, OOM, timeout, other limits, format, answer
+    assert policy_cause(1.0, "answer", [["program_timeout"]]) == "policy/solved"
+    assert policy_cause(0.0, "disk_limit", [["program_oom"]]) == "policy/disk_limit"
+    assert policy_cause(0.0, "max_turns", [["program_timeout"], ["program_oom"]]) == "policy/program_oom"
+    assert policy_cause(0.0, "max_turns", [["format: bad JSON"]]) == "policy/max_turns"
+    assert policy_cause(0.0, "answer", [["format: bad JSON"]]) == "policy/malformed_calls"
+    assert policy_cause(0.0, "answer", [[]]) == "policy/wrong_answer"
+
+
+def _traj(**kw) -> Trajectory:
+    base = dict(task_id="t", scale="v0", harness="ptc", group_id="g", sample_idx=0, policy_version=0, token_ids=[1, 2],
+                loss_mask=[0, 1], logprobs=[0.0, -1.0], prompt_len=1, turns=[], final_answer="", termination="answer")
+    return Trajectory(**(base | kw))
+
+
+def test_a_verdicts_cause_wins_over_the_policy_reading_and_a_fabric_termination_over_both():
+    t = _traj()
+    assert episode_cause(t, "infra/judge_timeout") == "infra/judge_timeout"
+    assert episode_cause(t, "policy/state_refused") == "policy/state_refused"
+    assert episode_cause(_traj(termination="generator_error"), None) == "infra/generator_error"
+    assert episode_cause(_traj(termination="env_error"), "policy/state_refused") == "infra/env_error"
+
+
+@pytest.fixture
+async def tight_runtime():
+    rt = Runtime(RuntimeConfig(warm_pool=0, program_timeout_s=3, interrupt_grace_s=3, memory_bytes=768 * 2**20,
+                               disk_bytes=2 * 2**20))
+    await rt.start()
+    yield rt
+    await rt.close()
+
+
+def _program(code: str) -> str:
+    return call_text("programmatic_tool_call", {"code": code})
+
+
+@pytest.mark.parametrize("code, cause", [
+    ("import time\ntime.sleep(60)", "policy/program_timeout"),
+    ("x = b'x' * (4 * 2**30)", "policy/program_oom"),
+    ("for i in range(4):\n    open(f'/workspace/f{i}', 'wb').write(b'x' * 1_000_000)", "policy/disk_limit"),
+])
+async def test_a_programs_timeout_oom_or_disk_limit_is_the_policys_zero(tight_runtime, renderer, tmp_path,  # noqa: F811
+                                                                       code, cause):
+    """Real episodes of a shipped task: what the program did is the policy's outcome (trained as 0, not
+    re-run), whatever the runtime had to do to stop it."""
+    env = LibraryTaskEnv(get_task(TASK), "v0", _cache(tmp_path))
+    gen = ScriptedGenerator(renderer.tok, [_program(code), "ANSWER: 0; 0"])
+    traj = await run_episode(env, tight_runtime, gen, renderer, "ptc", limits=LoopLimits(max_turns=3))
+    assert traj.reward == 0.0 and traj.cause == cause, (traj.termination, [t.errors for t in traj.turns])
+
+
+def _cache(tmp_path):
+    from envs.format.task_env import EnvironmentCache
+
+    return EnvironmentCache(tmp_path / "cache")
+
+
+async def test_a_tool_server_that_will_not_start_is_an_infra_failure(tight_runtime, tmp_path):
+    """Opening an episode whose tool server dies at start raises with the step named
+    ("infra/tool_server_start"): the env worker re-raises it as EpisodeFailed, the scheduler re-runs and
+    then masks it (tests/test_fabric.py runs it through the actors)."""
+    folder = write_task(tmp_path / "lib")
+    (folder / "tools.py").write_text("raise SystemExit('this server cannot start')\n")
+    task = load_task(folder)
+    with pytest.raises(Exception) as info:
+        await open_task_episode(tight_runtime, task, "v0", _cache(tmp_path))
+    assert getattr(info.value, "outcome_cause", None) == "infra/tool_server_start", repr(info.value)
+
+
+# ---------------------------------------------------------------- the learner's side of masking
+
+def test_advantages_are_over_each_groups_valid_samples_only():
+    """A group handed to the learner holds its valid samples only (the rollout manager leaves masked ones
+    out): the advantage of a 3-sample group is that of those 3, never of a fake zero."""
+    g3 = [_traj(group_id="a", sample_idx=i, reward=r) for i, r in enumerate([1.0, 0.0, 1.0])]
+    g4 = [_traj(group_id="b", sample_idx=i, reward=r) for i, r in enumerate([1.0, 0.0, 1.0, 0.0])]
+    samples, _ = rl_samples([g3, g4], PolicyLossConfig())
+    a = [s.advantage for s in samples if s.group_id == "a"]
+    assert len(a) == 3 and abs(sum(a)) < 1e-6 and a[0] == pytest.approx(0.57735, rel=1e-3)  # (1 − 2/3) / std
+    with_fake_zero, _ = rl_samples([g3 + [_traj(group_id="a", sample_idx=3, reward=0.0)]], PolicyLossConfig())
+    assert with_fake_zero[0].advantage > a[0]  # what a trained fake zero would have done: pushed the others up
+
+
+# ---------------------------------------------------------------- reward terms
+
+def _turns(*codes: str) -> list[Turn]:
+    return [Turn(action="program", text="", new_tokens=1, finish_reason="stop",
+                 calls=[{"name": "programmatic_tool_call", "arguments": {"code": c}}]) for c in codes]
+
+
+def test_each_reward_term_on_hand_built_trajectories():
+    cfg = RewardConfig(terms={"binary": 1.0, "score": 1.0, "context_efficiency": 0.5, "dtc_like": 0.5},
+                       context_budget_tokens=100, context_budgets={"big": 1000})
+    raw = 'print(tools["list_items"]())'
+    bound = 'r = tools["list_items"](page=1)\nprint(r)'
+    dumped = 'import json\nprint(json.dumps(tools["x"]()))'
+    summary = 'items = tools["list_items"]()\nprint(len(items["items"]))'
+    looped = 'for p in range(3):\n    print(tools["list_items"](page=p))'
+    t = _traj(reward=1.0, score=1.0, tool_output_tokens=150, turns=_turns(raw, bound, dumped, summary, looped))
+    v = reward_terms(t, cfg)
+    assert v == {"binary": 1.0, "score": 1.0, "context_efficiency": 0.5, "dtc_like": 3 / 5}
+    assert reward_terms(_traj(task_id="big", tool_output_tokens=150), cfg)["context_efficiency"] == 0.0
+    assert reward_terms(_traj(tool_output_tokens=10_000), cfg)["context_efficiency"] == 1.0  # bounded
+    assert reward_terms(_traj(turns=[]), cfg)["dtc_like"] == 0.0  # no program, nothing to penalise
+    assert reward_terms(_traj(score=0.5), cfg)["score"] == 0.5
+    assert set(REWARD_TERMS) >= {"binary", "score", "context_efficiency", "dtc_like"}
+
+
+def test_terms_combine_within_zero_and_one_and_their_weights_change_the_trained_reward():
+    efficient = _traj(reward=1.0, score=1.0, tool_output_tokens=50)
+    wasteful = _traj(reward=1.0, score=1.0, tool_output_tokens=400)
+    failed = _traj(reward=0.0, score=0.5, tool_output_tokens=400)
+    binary = RewardConfig()
+    assert [trained_reward(t, binary) for t in (efficient, wasteful, failed)] == [1.0, 1.0, 0.0]
+    ctx = RewardConfig(terms={"binary": 1.0, "context_efficiency": 0.3}, context_budget_tokens=100)
+    assert [trained_reward(t, ctx) for t in (efficient, wasteful, failed)] == [1.0, pytest.approx(0.7), 0.0]
+    assert wasteful.metrics["reward/context_efficiency"] == 1.0 and wasteful.metrics["reward/trained"] == \
+        pytest.approx(0.7)  # each term's value is logged on the episode
+    heavier = RewardConfig(terms={"binary": 1.0, "context_efficiency": 0.6}, context_budget_tokens=100)
+    assert trained_reward(wasteful, heavier) == pytest.approx(0.4)
+    mixed = RewardConfig(terms={"binary": 1.0, "score": 3.0})
+    assert trained_reward(failed, mixed) == pytest.approx(0.375)  # gains averaged by weight
+    for cfg in (ctx, heavier, mixed, RewardConfig(terms={"score": 1.0, "context_efficiency": 0.5,
+                                                          "dtc_like": 0.5})):
+        for t in (efficient, wasteful, failed, _traj(reward=1.0, score=1.0, tool_output_tokens=10**6,
+                                                    turns=_turns('print(tools["a"]())'))):
+            assert 0.0 <= combine(reward_terms(t, cfg), cfg) <= 1.0
+    with pytest.raises(ValueError, match="sum to 1.5 > 1"):
+        check_terms(RewardConfig(terms={"binary": 1.0, "context_efficiency": 1.0, "dtc_like": 0.5}))
+    with pytest.raises(ValueError, match="needs a gain term"):
+        check_terms(RewardConfig(terms={"context_efficiency": 0.5}))
+    with pytest.raises(ValueError, match="unknown term"):
+        check_terms(RewardConfig(terms={"binary": 1.0, "brevity": 0.1}))
+
+
+def test_the_old_string_reward_is_refused_with_the_new_form():
+    from schema.load import ConfigError, load_config
+
+    with pytest.raises(ConfigError, match=r"train.reward.terms=\{binary: 1.0\}"):
+        load_config(None, ["train.reward=score"])
+    assert load_config(None, ["train.reward.terms={score: 1.0}"]).train.reward.terms == {"score": 1.0}
+
+
+# ---------------------------------------------------------------- the curriculum's rule
+
+def _sampler(tasks=("a", "b", "c"), **kw) -> CurriculumSampler:
+    return CurriculumSampler([library_source(list(tasks), {"v0": 1.0, "v1": 1.0})], 0,
+                             CurriculumConfig(enabled=True, **({"explore": 0.0} | kw)))
+
+
+def test_the_curriculum_draws_inside_the_band_then_the_frontier_then_anything():
+    s = _sampler()
+    first = {s.draw()[1:] for _ in range(60)}
+    assert first == {("a", "v0"), ("b", "v0"), ("c", "v0")}  # nothing measured: every frontier is in the band
+    s.observe("tasks", "a", "v0", [True, False, False, False])  # 0.25: inside (0, 0.8)
+    s.observe("tasks", "b", "v0", [False] * 4)  # 0.0: too hard (outside, below)
+    s.observe("tasks", "c", "v0", [True] * 4)  # 1.0: past the top -> c moves to v1 (unmeasured: in the band)
+    assert s.frontier("tasks", "c") == "v1" and s.report()["promoted_from_v0"] == 1
+    assert {s.draw()[1:] for _ in range(60)} == {("a", "v0"), ("c", "v1")}
+    s.observe("tasks", "a", "v0", [False] * 4)  # a's rate over its window: 0.125, still inside
+    s.observe("tasks", "c", "v1", [False] * 4)
+    assert {s.draw()[1:] for _ in range(60)} == {("a", "v0")}
+    s.observe("tasks", "a", "v0", [False] * 4)
+    s.observe("tasks", "a", "v0", [False] * 4)
+    s.observe("tasks", "a", "v0", [False] * 4)  # its window of 4 is all zeros now: out of the band
+    assert {s.draw()[1:] for _ in range(90)} == {("a", "v0"), ("b", "v0"), ("c", "v1")}  # none inside: frontiers
+    for t in ("a", "b", "c"):
+        for scale in ("v0", "v1"):
+            for _ in range(4):  # a window of passes (an old failure in it holds the rate down)
+                s.observe("tasks", t, scale, [True] * 4)
+    assert s.report()["mastered"] == 3
+    assert {sc for _, _, sc in (s.draw() for _ in range(60))} == {"v0", "v1"}  # all mastered: the fixed draw
+    explore = _sampler(explore=1.0)
+    explore.observe("tasks", "a", "v0", [True] * 4)
+    assert {explore.draw()[1:] for _ in range(200)} == {(t, sc) for t in "abc" for sc in ("v0", "v1")}
