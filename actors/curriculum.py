@@ -37,7 +37,8 @@ from schema.config import CurriculumConfig
 class CurriculumState(msgspec.Struct):
     windows: dict[str, list[float]] = {}  # "source/task/scale" -> pass fraction of its last groups
     frontier: dict[str, int] = {}  # "source/task" -> index of its frontier scale (len(scales): mastered)
-    counters: dict[str, int] = {}  # cumulative: draws by kind (explore, band, frontier), promotions
+    #: cumulative: draws by how they were picked (picked_band, _frontier, _explore, _mastered), promotions
+    counters: dict[str, int] = {}
 
 
 def _key(*parts: str) -> str:
@@ -76,7 +77,7 @@ class CurriculumSampler(SourceSampler):
             task = self.rng.choice(self.task_ids[name])
             scales = src.scales_of(task)
             scale = self.rng.choices(scales, [src.scale_weights[s] for s in scales])[0]
-            self._count("explore_draws")
+            self._count("picked_explore")
         else:
             open_tasks = [t for t in self.task_ids[name] if self.frontier(name, t) is not None]
             band = [t for t in open_tasks if self._in_band(self.rate(name, t, self.frontier(name, t)))]
@@ -84,12 +85,12 @@ class CurriculumSampler(SourceSampler):
             if pool:
                 task = self.rng.choice(pool)
                 scale = self.frontier(name, task)
-                self._count("band_draws" if band else "frontier_draws")
+                self._count("picked_band" if band else "picked_frontier")
             else:  # every task mastered: the fixed draw
                 task = self.rng.choice(self.task_ids[name])
                 scales = src.scales_of(task)
                 scale = self.rng.choices(scales, [src.scale_weights[s] for s in scales])[0]
-                self._count("mastered_draws")
+                self._count("picked_mastered")
         return name, task, scale
 
     def observe(self, source: str, task: str, scale: str, passed: list[bool]) -> None:

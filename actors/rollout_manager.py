@@ -13,9 +13,9 @@ and the trajectories it holds plus those on their way leave room for one more gr
 - accepted: complete groups, buffered or already trained on, minus those dropped as stale.
 A group dropped as stale and a group that failed leave both counts: each frees its slot.
 
-Infra outcomes (schema/outcomes.py). With `rollout.mask_infra` (the default) an episode that failed
-for good with an infra cause (the scheduler re-ran it `max_attempts` times) is *masked*: left out of
-its group, whose advantage is then over its valid samples; a group left with fewer than MIN_VALID
+Infra outcomes (schema/outcomes.py). With `rollout.mask_infra` (the default) an episode whose
+outcome was still the fabric's after `max_attempts` (the scheduler re-ran it: it failed for good, or
+came back judged with an infra cause) is *masked*: left out of its group, whose advantage is then over its valid samples; a group left with fewer than MIN_VALID
 valid samples is dropped ("infra"), counted, and frees its slot. No sample with an infra cause is
 ever handed to the learner. Without masking an episode that failed for good fails its group (it can
 never complete), and an infra verdict is a sample like any other: trained as its zero.
@@ -226,15 +226,17 @@ class RolloutManager:
             self.counters["duplicates"] += 1
             return
         g.pending.remove(idx)
-        if out.trajectory is None:
+        traj = out.trajectory
+        infra = traj is not None and self.cfg.mask_infra and is_infra(traj.cause)
+        if traj is None and not self.cfg.mask_infra:
             self.counters["episodes_failed"] += 1
-            if not self.cfg.mask_infra:
-                self._fail(g, f"{out.failure}: {out.detail}")
-            else:
-                g.masked[idx] = out.failure or "infra/worker_error"
-                self.counters["samples_masked"] += 1
-                key = f"masked/{g.masked[idx]}"
-                self.counters[key] = self.counters.get(key, 0) + 1
+            self._fail(g, f"{out.failure}: {out.detail}")
+        elif traj is None or infra:
+            self.counters["episodes_failed" if traj is None else "episodes_done"] += 1
+            g.masked[idx] = out.failure or (traj.cause if traj is not None else "") or "infra/worker_error"
+            self.counters["samples_masked"] += 1
+            key = f"masked/{g.masked[idx]}"
+            self.counters[key] = self.counters.get(key, 0) + 1
         else:
             self.counters["episodes_done"] += 1
             g.samples[idx] = msgspec.structs.replace(out.trajectory, source=g.source)

@@ -14,8 +14,10 @@ and a step's groups complete in order.
 
 The retry policy. Every outcome has a cause (schema/outcomes.py): the policy's, or the fabric's
 ("infra/..."). A policy outcome is delivered as it is. An infra outcome is an attempt and is run
-again, until `max_attempts`; then it fails for good with its cause as `failure` (and the last
-trajectory, if there was one, as `last`: for the log, never to train on):
+again, until `max_attempts`; then an episode that has a judged trajectory (its verifier, judge or
+environment failed) is delivered with it, its infra cause on it (evaluation records it as a verifier
+error; training masks it: actors/rollout_manager.py), and one that has none (it did not start, its
+generator failed, its workers died) fails for good with its cause as `failure`:
 - the env worker died (its actor is gone): the episode goes back to the queue with its priority and
   runs on another worker; a replacement worker starts in the background (`EnvWorkers.new`). Not an
   attempt of the episode, but an episode that sees `max_attempts` workers die under it fails
@@ -57,7 +59,6 @@ class EpisodeOutcome(msgspec.Struct):
     detail: str = ""  # the last error, for the log and the report
     attempts: int = 0  # counted attempts (errors and generator errors)
     worker_deaths: int = 0  # workers that died under it (re-run elsewhere)
-    last: Trajectory | None = None  # a failed episode's last trajectory, when it had one (not to train on)
 
 
 def _episode_failed(exc: BaseException) -> EpisodeFailed | None:
@@ -71,7 +72,7 @@ def _episode_failed(exc: BaseException) -> EpisodeFailed | None:
 
 
 class _Job:
-    __slots__ = ("req", "priority", "done", "attempts", "deaths", "detail", "cancelled", "queued", "last")
+    __slots__ = ("req", "priority", "done", "attempts", "deaths", "detail", "cancelled", "queued")
 
     def __init__(self, req: EpisodeRequest | CheckRequest, priority: Any, done: Callable[[EpisodeOutcome], None]):
         self.req, self.priority, self.done = req, priority, done
@@ -79,7 +80,6 @@ class _Job:
         self.detail = ""
         self.cancelled = False
         self.queued = False
-        self.last: Trajectory | None = None
 
 
 class EnvWorkers:
@@ -283,10 +283,12 @@ class Scheduler:
                 continue
             if isinstance(traj, Trajectory) and self._rerun(traj):
                 job.attempts += 1
-                job.last = traj
                 job.detail = traj.verifier_error or f"the episode ended with {traj.termination}"
-                self._retry_or_fail(job, traj.cause or "infra/generator_error")
-                continue
+                cause = traj.cause or "infra/generator_error"
+                if job.attempts < self.max_attempts or traj.termination == "generator_error":
+                    self._retry_or_fail(job, cause)
+                    continue
+                self._count(cause)  # the last attempt: delivered with its infra cause (module docstring)
             self._finish(job, traj, None)
 
     def _rerun(self, traj: Trajectory) -> bool:
@@ -317,8 +319,7 @@ class Scheduler:
             log.error("episode %s#%d failed for good (%s): %s", job.req.group_id, job.req.sample_idx, failure,
                       job.detail)
         try:
-            job.done(EpisodeOutcome(job.req, traj, failure, job.detail, job.attempts, job.deaths,
-                                    job.last if failure is not None else None))
+            job.done(EpisodeOutcome(job.req, traj, failure, job.detail, job.attempts, job.deaths))
         except Exception:  # noqa: BLE001 - a caller's callback must not take a worker's slot down
             log.exception("the outcome of %s#%d could not be delivered", job.req.group_id, job.req.sample_idx)
 

@@ -11,6 +11,7 @@ episodes that ended that way). `reward` is not a key: verl adds its own.
 
 from __future__ import annotations
 
+from schema.outcomes import is_infra
 from schema.records import TERMINATIONS, Trajectory
 
 #: the keys, in order; `termination_<t>` for every t of schema.records.TERMINATIONS
@@ -19,6 +20,9 @@ EPISODE_INFO_KEYS: tuple[str, ...] = (
     "score",  # the fraction of the verifier's criteria that passed
     "criteria_passed", "criteria_total",
     "verifier_error",  # 1.0 when the verifier could not judge (the reward is then 0)
+    #: 1.0 when the outcome was the fabric's, not the policy's (schema/outcomes.py): a host that cannot mask
+    #: (verl) can at least see how many of its zeros are fake
+    "infra",
     "turns", "programs", "tool_calls_program", "tool_calls_direct", "tool_errors",
     "context_tokens",  # the whole sequence the model saw at its last turn
     "tool_output_tokens",  # tokens of tool output that entered the context
@@ -37,6 +41,7 @@ def episode_info(traj: Trajectory) -> dict[str, float]:
         "criteria_passed": float(sum(traj.criteria.values())),
         "criteria_total": float(len(traj.criteria)),
         "verifier_error": float(traj.verifier_error is not None),
+        "infra": float(is_infra(traj.cause)),
         "turns": float(len(traj.turns)),
         "programs": float(m.get("programs", 0.0)),
         "tool_calls_program": float(m.get("tool_calls_program", 0.0)),

@@ -55,8 +55,12 @@ class TaskDecision(msgspec.Struct, frozen=True):
 def decide(task: str, records: list[RolloutRecord], st: FilterSettings, scales: list[str] | None = None,
            source: str = "") -> TaskDecision:
     """Removed as soon as one finished scale is outside the bounds; kept only when all are inside.
-    `scales`: the task's filtered scales (default filter.scales)."""
+    `scales`: the task's filtered scales (default filter.scales). A rollout the fabric failed (an
+    infra cause after every attempt: schema/outcomes.py) says nothing of the task's difficulty: it is
+    not counted, and a scale it leaves short stays incomplete, named."""
     scales = scales if scales is not None else st.scales
+    infra = [r for r in records if r.cause.startswith("infra/")]
+    records = [r for r in records if not r.cause.startswith("infra/")]
     passes = {s: sum(r.passed for r in records if r.scale == s) for s in scales}
     done = {s: sum(1 for r in records if r.scale == s) for s in scales}
     rates = {s: passes[s] / done[s] if done[s] else float("nan") for s in scales}
@@ -73,7 +77,10 @@ def decide(task: str, records: list[RolloutRecord], st: FilterSettings, scales: 
         reason = "; ".join(why)
         return TaskDecision(task, "removed", reason, passes, done, rates, source)
     if missing:
-        return TaskDecision(task, "incomplete", f"rollouts missing at {at(missing)}", passes, done, rates, source)
+        lost = f"; {len(infra)} rollout(s) failed by the fabric ({', '.join(sorted({r.cause for r in infra}))})" \
+            if infra else ""
+        return TaskDecision(task, "incomplete", f"rollouts missing at {at(missing)}{lost}", passes, done, rates,
+                            source)
     reason = f"{st.low:g} < pass rate < {st.high:g} at {at(scales)}"
     return TaskDecision(task, "kept", reason, passes, done, rates, source)
 

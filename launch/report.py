@@ -20,6 +20,8 @@ PLOTS = {
                            ("rollout/program_function_defs", "function defs")],
     "dtc_like_rate": [("rollout/dtc_like_rate", "DTC-like programs")],
     "staleness": [("staleness_mean", "mean"), ("staleness_max", "max")],
+    "learning_signal": [("rollout/zero_variance_groups", "groups with zero reward variance"),
+                        ("rollout/reward_trained", "trained reward")],
     "throughput": [("trajectories_per_min", "trajectories/min"), ("generator_busy", "generator busy fraction")],
 }
 
@@ -77,6 +79,32 @@ def source_table(run: Path, train: list[dict]) -> list[str]:
                      f"({admitted[n] / max(1.0, sum(admitted.values())):.0%}) | {trained[n]:.0f} "
                      f"({trained[n] / max(1.0, sum(trained.values())):.0%}) | {mean(n, 'reward'):.3f} | "
                      f"{mean(n, 'pass_rate'):.3f} | {mean(n, 'tool_output_tokens'):.0f} |")
+    return lines
+
+
+def signal_table(train: list[dict]) -> list[str]:
+    """What the run trained on, by cause, over the whole run: each policy cause (trained as its reward)
+    and each infra cause (attempts re-run; samples masked; groups dropped; fake zeros trained without
+    masking), the share of zero-variance groups, and the curriculum's frontiers at the end."""
+    if not train:
+        return []
+
+    def total(key: str) -> float:
+        return sum(r.get(key, 0.0) for r in train)
+
+    keys = sorted({k for r in train for k in r if k.startswith(("rollout/policy/", "rollout/infra/"))})
+    lines = ["", "| outcome | count over the run |", "|---|---:|"]
+    lines += [f"| {k.removeprefix('rollout/')} | {total(k):.0f} |" for k in keys]
+    lines.append(f"| infra samples trained as zeros | {total('rollout/infra_trained'):.0f} |")
+    zv = [r["rollout/zero_variance_groups"] for r in train if "rollout/zero_variance_groups" in r]
+    if zv:
+        lines.append(f"| groups with zero reward variance (mean share per step) | {sum(zv) / len(zv):.0%} |")
+    last = train[-1]
+    frontier = {k.removeprefix("curriculum/"): v for k, v in last.items()
+                if k.startswith("curriculum/frontier_") or k == "curriculum/mastered"}
+    if frontier:
+        lines.append("| curriculum at the end | " + ", ".join(f"{k} {v:.0f}" for k, v in sorted(frontier.items()))
+                     + " |")
     return lines
 
 
@@ -142,6 +170,7 @@ def write_report(run: Path) -> Path:
             lines.append(f"| {tag} | {r.get(f'{p}/reward', 0):.3f} | {r.get(f'{p}/score', 0):.3f} | "
                          + " | ".join(f"{r.get(f'{p}/pass_rate_{s}', float('nan')):.2f}" for s in SCALES) + " |")
     lines += source_table(run, train)
+    lines += signal_table(train)
     lines += ["", "Plots: " + ", ".join(f"[{p.stem}](plots/{p.name})" for p in sorted(plots.glob('*.png')))]
     report = run / "report.md"
     report.write_text("\n".join(lines) + "\n")

@@ -52,6 +52,7 @@ class RolloutRecord(msgspec.Struct, frozen=True):
     metrics: dict[str, float] = {}  # the trajectory's own metrics: program structures, errors, timings
     final_answer: str = ""
     seconds: float = 0.0
+    cause: str = ""  # schema/outcomes.py: "infra/..." when the fabric failed it after every attempt
 
     def key(self) -> Key:
         return (self.model, self.harness, self.task, self.scale, self.sample)
@@ -66,7 +67,7 @@ class RolloutRecord(msgspec.Struct, frozen=True):
         return cls(model=model, harness=traj.harness, task=traj.task_id, scale=traj.scale,
                    sample=traj.sample_idx, settings=settings, seed=seed, reward=traj.reward, score=traj.score,
                    termination=traj.termination, criteria=dict(traj.criteria),
-                   verifier_error=traj.verifier_error,
+                   verifier_error=traj.verifier_error, cause=traj.cause,
                    turns=len(traj.turns),
                    tool_calls=int(m.get("tool_calls_direct", 0) + m.get("tool_calls_program", 0)),
                    tool_output_tokens=traj.tool_output_tokens, context_tokens=traj.context_tokens,

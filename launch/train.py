@@ -45,17 +45,25 @@ from schema.config import TrainConfig
 from schema.load import ConfigError, load_config
 from rollout.rewards import check_terms, trained_reward
 from schema.config import RewardConfig
+from schema.outcomes import is_infra
 from schema.records import EpisodeRequest, Trajectory
 
 console = Console()
 
 
 def _outcomes(outcomes: list[EpisodeOutcome], what: str) -> list[Trajectory]:
-    failed = [o for o in outcomes if o.trajectory is None]
-    if failed:
-        console.print(f"[yellow]{what}: {len(failed)} of {len(outcomes)} episodes failed[/] "
-                      f"(first: {failed[0].failure}: {failed[0].detail[:200]})")
-    return [o.trajectory for o in outcomes if o.trajectory is not None]
+    """The trajectories to use: not those the fabric failed (no trajectory, or an infra cause after every
+    attempt: a verifier that crashed says nothing of the policy), which are counted and named."""
+    def failed(o: EpisodeOutcome) -> bool:
+        return o.trajectory is None or is_infra(o.trajectory.cause)
+
+    bad = [o for o in outcomes if failed(o)]
+    if bad:
+        first = bad[0]
+        why = f"{first.failure}: {first.detail[:200]}" if first.trajectory is None else \
+            f"{first.trajectory.cause}: {(first.trajectory.verifier_error or '')[:200]}"
+        console.print(f"[yellow]{what}: {len(bad)} of {len(outcomes)} episodes failed[/] (first: {why})")
+    return [o.trajectory for o in outcomes if not failed(o)]
 
 
 async def teacher_data(fabric: Fabric, cfg: TrainConfig, sources: list[Source]) -> list[Trajectory]:

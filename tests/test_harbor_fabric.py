@@ -92,7 +92,9 @@ async def test_harbor_tasks_run_on_env_workers_and_are_judged_by_judges(runner, 
     ray.kill(runner.fabric.judges[0], no_restart=False)  # the judge restarts; env workers retry on it
     on_workers = await runner.episodes_on_workers()
     await sweep(cfg, st, {tiny: runner})
-    assert await runner.episodes_on_workers() - on_workers == 6
+    # 6 episodes, and the no-reward task's two judged twice more each: a verifier that writes no reward is
+    # the fabric's failure (schema/outcomes.py), re-run up to rollout.max_attempts, then recorded as it is
+    assert await runner.episodes_on_workers() - on_workers == 6 + 2 * 2
 
     cache = RolloutCache(out / "rollouts.jsonl", outcome_settings(cfg))
     rec = {(r.task, r.sample): r for r in cache}
@@ -105,9 +107,10 @@ async def test_harbor_tasks_run_on_env_workers_and_are_judged_by_judges(runner, 
     assert rec[(EXPORTED, 0)].reward == 1.0 and rec[(EXPORTED, 0)].criteria == {"item_1_set_to_5": True,
                                                                              "answer": True}
     assert rec[(EXPORTED, 1)].reward == 0.0 and rec[(EXPORTED, 1)].criteria["item_1_set_to_5"] is False
-    # a test.sh that writes no reward: a recorded verifier error, reward 0, never a lost sample
+    # a test.sh that writes no reward: a recorded verifier error (an infra cause), reward 0, never a lost sample
     for k in (0, 1):
         r = rec[(NO_REWARD, k)]
+        assert r.cause == "infra/judge_error"
         assert r.reward == 0.0 and "wrote neither /logs/verifier/reward.json" in r.verifier_error
         assert "(exit code 3)" in r.verifier_error and "checking..." in r.verifier_error
 

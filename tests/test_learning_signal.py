@@ -212,3 +212,23 @@ def test_the_curriculum_draws_inside_the_band_then_the_frontier_then_anything():
     explore = _sampler(explore=1.0)
     explore.observe("tasks", "a", "v0", [True] * 4)
     assert {explore.draw()[1:] for _ in range(200)} == {(t, sc) for t in "abc" for sc in ("v0", "v1")}
+
+
+def test_the_difficulty_filter_does_not_count_the_fabrics_failures():
+    """pass@k filtering reads the same causes: a rollout whose verifier crashed on every attempt says
+    nothing of the task's difficulty, so it is not a failure of the task; the scale stays incomplete, named."""
+    from launch.filter import decide
+    from launch.rollout_cache import RolloutRecord
+    from schema.config import FilterSettings
+
+    def rec(i: int, reward: float, cause: str) -> RolloutRecord:
+        return RolloutRecord(model="m", harness="ptc", task="t", scale="v0", sample=i, settings="", seed=i,
+                             reward=reward, score=reward, termination="answer", cause=cause)
+
+    st = FilterSettings(samples=4, scales=["v0"])
+    ok = [rec(0, 1.0, "policy/solved"), rec(1, 0.0, "policy/wrong_answer"), rec(2, 0.0, "policy/wrong_answer")]
+    kept = decide("t", ok + [rec(3, 0.0, "policy/wrong_answer")], st)
+    assert kept.decision == "kept" and kept.pass_rates == {"v0": 0.25}
+    partial = decide("t", ok + [rec(3, 0.0, "infra/judge_error")], st)
+    assert partial.decision == "incomplete" and "1 rollout(s) failed by the fabric (infra/judge_error)" in partial.reason
+    assert partial.rollouts == {"v0": 3}

@@ -16,6 +16,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
+from actors.curriculum import CurriculumState
 from actors.rollout_manager import ManagerState
 from schema.load import ConfigError, load_config
 from tests.conftest import BIN, ROOT
@@ -46,7 +47,10 @@ def test_config_errors_name_the_field(tmp_path):
 
 
 #: the demo with two env workers and three groups of four per step (24 episodes in flight)
-KILL = SMALL + ["fabric.env_workers=2", "train.groups_per_step=3", "rollout.group_size=4"]
+# the curriculum and a reward term on: their state goes through the checkpoint and `ray job submit --resume`
+KILL = SMALL + ["fabric.env_workers=2", "train.groups_per_step=3", "rollout.group_size=4",
+                "rollout.curriculum.enabled=true", "train.reward.terms={binary: 1.0, context_efficiency: 0.2}",
+                "train.reward.context_budget_tokens=64"]
 
 
 @pytest.fixture(scope="module")
@@ -87,7 +91,19 @@ def test_train_writes_run_folder_and_checkpoint(checkpointed_run):
     for g in state.groups:
         assert not set(g.samples) & set(g.pending) and set(g.samples) | set(g.pending) == set(range(cfg.rollout.group_size))
     trained, failed = state.counters["groups_trained"], state.counters["groups_failed"]
-    assert state.admitted == trained + state.counters["groups_dropped_stale"] + failed + len(state.groups)
+    assert state.admitted == trained + state.counters["groups_dropped_stale"] + state.counters["groups_dropped_infra"] \
+        + failed + len(state.groups)
+    # the learning signal: causes, zero-variance share, the curriculum (its state is in the checkpoint), the terms
+    train_rows = [r for r in rows if r["phase"] == "train"]
+    for r in train_rows:
+        assert 0.0 <= r["rollout/zero_variance_groups"] <= 1.0 and r["rollout/infra_trained"] == 0
+        assert sum(v for k, v in r.items() if k.startswith("rollout/policy/")) == r["rollout/episodes"]
+        assert sum(r[f"curriculum/draws_{s}"] for s in ("v0", "v1", "v2", "v3") if f"curriculum/draws_{s}" in r) >= 0
+        assert 0.0 <= r["rollout/reward_context_efficiency"] <= 1.0
+    curriculum = msgspec.msgpack.decode(state.curriculum, type=CurriculumState)
+    assert sum(len(w) for w in curriculum.windows.values()) >= 3 * cfg.train.groups_per_step  # every taken group
+    saved = [json.loads(line) for line in (run / "rollouts.jsonl").read_text().splitlines()]
+    assert all("reward/context_efficiency" in r["metrics"] and r["cause"].startswith("policy/") for r in saved)
 
 
 def test_a_killed_env_worker_delays_the_next_step_by_its_own_episodes_only(checkpointed_run):
@@ -151,6 +167,9 @@ def test_ray_job_submit_resumes_the_checkpoint_on_a_head_node(checkpointed_run, 
         train_rows = [r for r in rows if r["phase"] == "train"]
         assert [r["step"] for r in train_rows] == [4] and rows[-1]["learner_step"] == 4.0
         assert train_rows[-1]["rollout/episodes_resubmitted"] == len(pending)
+        before = msgspec.msgpack.decode(state.curriculum, type=CurriculumState)
+        picked = sum(v for k, v in before.counters.items() if k.startswith("picked_"))
+        assert sum(v for k, v in train_rows[-1].items() if k.startswith("curriculum/picked_")) > picked  # it went on
     finally:
         _stop_cluster(temp, port)
         shutil.rmtree(temp, ignore_errors=True)
