@@ -1,6 +1,6 @@
 """The learning-signal ablations on the demo config, in one run with the same seeds, as one JSON object.
 
-    .venv/bin/python -m bench.signal_bench [--steps 20] [--fault-steps 10] [--budget 48] [--out FILE]
+    .venv/bin/python -m bench.signal_bench [--steps 20] [--fault-steps 10] [--budget 16] [--out FILE]
 
 Five training runs of configs/local.yaml (the tiny model after its cold-start SFT, 3 groups × 4 per
 step, seed 0), each through launch/train.py:
@@ -54,6 +54,10 @@ def summary(run: Path, wall_s: float) -> dict:
     after = next((r for r in evals.values() if "eval_after/reward" in r), {})
     before = next((r for r in evals.values() if "eval_before/reward" in r), {})
     last = train_rows[-1] if train_rows else {}
+    saved = [json.loads(line) for line in (run / "rollouts.jsonl").read_text().splitlines()] \
+        if (run / "rollouts.jsonl").exists() else []
+    solved_late = [r["tool_output_tokens"] for r in saved
+                   if r["step"] > len(train_rows) // 2 and r.get("cause") == "policy/solved"]
     out = {
         "steps": len(train_rows), "wall_s": round(wall_s, 1),
         "zero_variance_groups": _mean(train_rows, "rollout/zero_variance_groups"),
@@ -61,6 +65,7 @@ def summary(run: Path, wall_s: float) -> dict:
         "reward_late": _mean(late, "rollout/reward"),
         "reward_trained_late": _mean(late, "rollout/reward_trained"),
         "tool_output_tokens_late": _mean(late, "rollout/tool_output_tokens"),
+        "tool_output_tokens_solved_late": round(statistics.fmean(solved_late), 2) if solved_late else None,
         "draws_per_scale": {s: int(last.get(f"rollout/draws_{s}", 0)) for s in ("v0", "v1", "v2", "v3")},
         "fake_zeros_trained": int(_sum(train_rows, "rollout/infra_trained")),
         "infra_attempts": {k.removeprefix("rollout/infra/"): int(_sum(train_rows, k))
@@ -130,6 +135,8 @@ async def main(args: argparse.Namespace) -> dict:
         cmp["b_context_efficiency_vs_binary"] = {
             "tool_output_tokens_late": [b["tool_output_tokens_late"], e["tool_output_tokens_late"]],
             "tool_output_tokens_late_ratio": _ratio(e["tool_output_tokens_late"], b["tool_output_tokens_late"]),
+            "tool_output_tokens_solved_late": [b["tool_output_tokens_solved_late"], e["tool_output_tokens_solved_late"]],
+            "reward_trained_late": [b["reward_trained_late"], e["reward_trained_late"]],
             "eval_after_tool_output_tokens": [b.get("eval_after", {}).get("tool_output_tokens"),
                                               e.get("eval_after", {}).get("tool_output_tokens")],
             "eval_after_reward": [b.get("eval_after", {}).get("reward"), e.get("eval_after", {}).get("reward")]}
@@ -147,7 +154,8 @@ if __name__ == "__main__":
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--fault-steps", type=int, default=10)
-    p.add_argument("--budget", type=int, default=48, help="context_efficiency's tool-output token budget")
+    # the demo's solved episodes put ~20-40 tool-output tokens in their context (48 left them all within it)
+    p.add_argument("--budget", type=int, default=16, help="context_efficiency's tool-output token budget")
     p.add_argument("--only", default="", help="comma-separated run names (default: all five)")
     p.add_argument("--out", default="", help="also write the JSON here")
     args = p.parse_args()

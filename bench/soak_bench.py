@@ -9,7 +9,7 @@ report it), tell the manager. Every `--kill-every` steps one env worker is kille
 re-runs its episodes and starts a replacement.
 
 Printed as one JSON object:
-- accounting: every (group_id, sample_idx) admitted is trained, dropped stale, failed, or still in
+- accounting: every (group_id, sample_idx) admitted is trained, dropped (stale or infra), failed, or still in
   the manager, exactly once (`accounted_once`);
 - the in-flight window right after each update (groups buffered or running; episodes in flight):
   min and max over the run (constant when admission is right);
@@ -123,7 +123,7 @@ async def soak(args: argparse.Namespace) -> dict:
     wall = time.perf_counter() - t_start
     tracemalloc.stop()
     m.stop()
-    # everything admitted is accounted for exactly once: retired (trained, stale, failed) or still held
+    # everything admitted is accounted for exactly once: retired (trained, stale, infra, failed) or still held
     for g in m.groups.values():
         run.account(g)
     admitted = m.admitted
@@ -151,7 +151,9 @@ async def soak(args: argparse.Namespace) -> dict:
         "accounting": {"admitted_groups": admitted, "samples": admitted * args.group_size,
                        "accounted_once": accounted_once, "times_accounted": dict(counts),
                        "groups": {"trained": run.why["trained"], "dropped_stale": run.why["stale"],
-                                  "failed": run.why["failed"], "still_held": len(m.groups)}},
+                                  "failed": run.why["failed"], "dropped_infra": run.why["infra"],
+                                  "still_held": len(m.groups)},
+                       "samples_masked": stats["samples_masked"]},
         "window": {"groups_after_update": [min(window_groups), max(window_groups)],
                    "expected_groups": (args.max_staleness + 1) * args.groups_per_step,
                    "episodes_in_flight_after_update": [min(window_episodes), max(window_episodes)],

@@ -80,7 +80,8 @@ class Turn(msgspec.Struct):
 
 #: why an episode's agent loop ended (rollout/agent_loop.py): a final answer, a limit of the loop (turns,
 #: context, the response budget, the environment's wall clock), the generator or the environment failing,
-#: or the runtime ending the episode at its disk limit
+#: or the runtime ending the episode at its disk limit. generator_error and env_error are the fabric's
+#: (re-run, then masked); the rest are the policy's (schema/outcomes.py)
 TERMINATIONS = ("answer", "max_turns", "context_limit", "response_limit", "time_limit", "generator_error",
                 "env_error", "disk_limit")
 

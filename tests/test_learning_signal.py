@@ -232,3 +232,67 @@ def test_the_difficulty_filter_does_not_count_the_fabrics_failures():
     partial = decide("t", ok + [rec(3, 0.0, "infra/judge_error")], st)
     assert partial.decision == "incomplete" and "1 rollout(s) failed by the fabric (infra/judge_error)" in partial.reason
     assert partial.rollouts == {"v0": 3}
+
+
+# ---------------------------------------------------------------- attacks: a failure dressed as the fabric's
+
+REPORT_VERIFY = """
+def verify(ctx):
+    text = ctx.final.read_text("report.txt")
+    if "boom" in text:
+        raise RuntimeError("a verifier bug")
+    return {"reported": text.strip() == "5"}
+"""
+
+
+@pytest.mark.parametrize("trusted", [True, False])
+@pytest.mark.parametrize("code, cause", [
+    ("open('/workspace/report.txt', 'wb').write(b'\\xff\\xfe' * 100)", "policy/state_refused"),  # not UTF-8
+    ("import os\nos.mkfifo('/workspace/report.txt')", "policy/state_refused"),  # a FIFO where a file is read
+    ("print('wrote nothing')", "policy/state_refused"),  # the file the verifier reads was never written
+    ("open('/workspace/report.txt', 'w').write('boom')", "infra/judge_error"),  # the verifier's own bug
+    ("open('/workspace/report.txt', 'w').write('5')", "policy/solved"),
+])
+async def test_a_state_the_verifier_cannot_read_is_the_policys_zero_not_a_masked_crash(
+        tight_runtime, renderer, tmp_path, trusted, code, cause):  # noqa: F811
+    """Masking must not be a way out of a zero. Programs cannot reach the database (tools write it); what
+    a verifier reads of theirs is the workspace, through taskkit's reads, which refuse a hostile file with
+    a ToolError: that is the policy's state_refused, judged in place and shipped (forked child; a task that
+    did not ship: its sandboxed runner, the error under its own name), never a masked verifier crash. A
+    verifier that raises on a state it could read is the fabric's."""
+    from rollout.episode import Shipped
+
+    folder = write_task(tmp_path / "lib")
+    (folder / "verify.py").write_text(REPORT_VERIFY)
+    env = LibraryTaskEnv(load_task(folder, trusted=trusted), "v0", _cache(tmp_path))
+    for judge in (None, Shipped(lambda ref, state, answer: _judge_shipped(env, state, answer))):
+        gen = ScriptedGenerator(renderer.tok, [_program(code), "ANSWER: 5"])
+        traj = await run_episode(env, tight_runtime, gen, renderer, "ptc", limits=LoopLimits(max_turns=3), judge=judge)
+        assert traj.cause == cause, (judge, traj.verifier_error, [t.observations for t in traj.turns])
+
+
+async def _judge_shipped(env, state, answer):
+    import asyncio
+
+    return await asyncio.to_thread(env.judge_shipped, state, answer)
+
+
+async def test_a_link_in_the_final_state_or_a_self_raised_memoryerror_stays_on_the_policys_side(
+        tight_runtime, renderer, tmp_path):  # noqa: F811
+    from rollout.episode import Shipped
+
+    env = LibraryTaskEnv(get_task(TASK), "v0", _cache(tmp_path))
+    called = []
+
+    async def never(ref, state, answer):
+        called.append(1)
+        return Verdict.failed("the judge was reached", "infra/judge_error")
+
+    link = _program("import os\nos.symlink('/etc/passwd', '/workspace/passwd')\nprint('linked')")
+    traj = await run_episode(env, tight_runtime, ScriptedGenerator(renderer.tok, [link, "ANSWER: 0; 0"]), renderer,
+                             "ptc", limits=LoopLimits(max_turns=3), judge=Shipped(never))
+    assert traj.cause == "policy/state_refused" and not called, traj.verifier_error
+    fake = _program("raise MemoryError('pretend')")
+    traj = await run_episode(env, tight_runtime, ScriptedGenerator(renderer.tok, [fake, "ANSWER: 0; 0"]), renderer,
+                             "ptc", limits=LoopLimits(max_turns=3))
+    assert traj.cause == "policy/program_oom"  # whatever a program raises, it is its own outcome

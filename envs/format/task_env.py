@@ -196,13 +196,55 @@ async def judge_episode(episode: Episode, task: Task, scale: str, answer: str, c
         return Verdict.failed(f"the verifier did not finish within {timeout_s:.0f} s", "infra/judge_timeout")
 
 
+def unreadable_database(final_root: Path, initial_root: Path) -> str | None:
+    """Why the final state's database cannot be read (removed, replaced by a link or another file, not a
+    database, damaged), or None. What the policy left unreadable is its own zero ("policy/state_refused");
+    a verifier that crashes on a state it could read is the fabric's ("infra/judge_error")."""
+    import sqlite3
+
+    if not (initial_root / "db.sqlite").is_file():
+        return None  # a task without a database
+    db = final_root / "db.sqlite"
+    if db.is_symlink() or not db.is_file():
+        return "the final state's db.sqlite was removed or replaced by something that is not a file"
+    try:
+        con = sqlite3.connect(f"{db.as_uri()}?mode=ro", uri=True, timeout=1.0)
+        try:
+            check = con.execute("PRAGMA quick_check").fetchone()
+        finally:
+            con.close()
+    except sqlite3.Error as exc:
+        return f"the final state's db.sqlite cannot be read: {exc}"
+    return None if check and check[0] == "ok" else f"the final state's db.sqlite is damaged: {str(check)[:200]}"
+
+
+def verifier_failure_cause(exc: BaseException) -> str:
+    """Whose failure a verifier's exception is. A verifier reads the workspace through taskkit, whose
+    reads refuse what a program may have made hostile (links, special files, non-UTF-8, past their cap) or
+    never wrote, with a ToolError (under its own name from a sandboxed child too): the verifier could not
+    read the policy's state, the policy's zero ("policy/state_refused"). Anything else is a verifier
+    that crashed on a state it could read: the fabric's ("infra/judge_error")."""
+    from envs.format.code_runner import CandidateCodeError
+    from envs.taskkit import ToolError
+
+    if isinstance(exc, ToolError) or (isinstance(exc, CandidateCodeError) and type(exc).__name__ == "ToolError"):
+        return "policy/state_refused"
+    return "infra/judge_error"
+
+
 def judge(task: Task, scale: str, state: EpisodeState | Path, answer: str, cache: EnvironmentCache) -> Verdict:
-    """Run the verifier outside the sandbox; a crashing verifier is a recorded failure."""
+    """Run the verifier outside the sandbox; a crashing verifier is a recorded failure (whose:
+    verifier_failure_cause). A database the policy left unreadable is refused before the verifier runs
+    (unreadable_database)."""
     final_root = Path(getattr(state, "env_root", state))
     try:
-        return Verdict.of(task.verify(final_root, cache.get(task, scale), answer, scale))
+        initial = cache.get(task, scale)
+        problem = unreadable_database(final_root, initial)
+        if problem is not None:
+            return Verdict.failed(problem, "policy/state_refused")
+        return Verdict.of(task.verify(final_root, initial, answer, scale))
     except Exception as exc:  # noqa: BLE001
-        return Verdict.failed(f"{type(exc).__name__}: {exc}", "infra/judge_error")
+        return Verdict.failed(f"{type(exc).__name__}: {exc}", verifier_failure_cause(exc))
 
 
 def snapshot_state(root: str | Path, max_bytes: int = MAX_STATE_BYTES) -> bytes:
