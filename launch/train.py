@@ -41,10 +41,9 @@ from envs.sources import Source, check_trainable, resolve_sources
 from launch.fabric import Fabric, init_ray, resolve_model
 from launch.metrics import MetricsLog, StepCounts, rollout_metrics, signal_metrics, source_metrics
 from launch.paths import run_root
-from schema.config import TrainConfig
-from schema.load import ConfigError, load_config
 from rollout.rewards import check_terms, trained_reward
-from schema.config import RewardConfig
+from schema.config import RewardConfig, TrainConfig
+from schema.load import ConfigError, load_config
 from schema.outcomes import is_infra
 from schema.records import EpisodeRequest, Trajectory
 

@@ -4,7 +4,6 @@ Real episodes on the real runtime and a shipped task where a cause comes from th
 timeout, an OOM, the disk limit, a tool server that will not start); hand-built trajectories where
 the rule is arithmetic (reward terms, the curriculum's band)."""
 
-import textwrap
 
 import pytest
 
@@ -16,14 +15,13 @@ from envs.runtime.episode import Runtime
 from learner.batch import rl_samples
 from rollout.episode import run_episode
 from rollout.generators.scripted import ScriptedGenerator
-from rollout.teacher import call_text
 from rollout.rewards import REWARD_TERMS, check_terms, combine, reward_terms, trained_reward
+from rollout.teacher import call_text
 from schema.config import CurriculumConfig, LoopLimits, PolicyLossConfig, RewardConfig, RuntimeConfig
 from schema.outcomes import CAUSES, INFRA_TERMINATIONS, episode_cause, policy_cause
 from schema.records import TERMINATIONS, Trajectory, Turn, Verdict
 from tests.test_rollout import TASK, renderer, tiny_path, tokenizer  # noqa: F401
 from tests.test_task_format import write_task
-
 
 # ---------------------------------------------------------------- the taxonomy
 

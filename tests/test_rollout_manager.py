@@ -286,3 +286,31 @@ async def test_the_curriculum_moves_a_solved_task_to_its_next_scale_and_resumes_
     same = draws(again.manager)
     assert same == draws(r.manager) and {s for _, _, s in same} >= {"v1", "v0"}  # not a trivial sequence
     del version
+
+
+async def test_a_group_left_with_one_valid_sample_is_dropped_and_counted(ray_session):
+    """Groups of 2 where a third of the samples' judges always fail: a group with one valid sample left has
+    no baseline for its advantage; it is dropped ("infra"), counted, and frees its slot; every group
+    taken has both samples."""
+    spec = SyntheticSpec(median_s=0.005, tail_p=0.0, generator_error_p=0.0, broken_p=0.0, verifier_error_p=0.0,
+                         judge_broken_p=0.33)
+    env = EnvWorkers([SyntheticEnvWorker.options(num_cpus=0, max_concurrency=1000).remote(spec)], None, 64)
+    scheduler = Scheduler(env, max_attempts=3)
+    gone: list = []
+    manager = RolloutManager(scheduler, SourceSampler([library_source(["t1", "t2"], {"v0": 1.0})], 0),
+                             RolloutConfig(group_size=2, max_staleness=0), 4, harness="ptc",
+                             on_retire=lambda g, why: gone.append((why, len(g.samples), len(g.masked))))
+    manager.start()
+    taken = []
+    for version in range(1, 11):
+        taken += await manager.take(4, 60)
+        await asyncio.gather(*(w.load_weights.remote(version) for w in env.live))  # what generators report
+        manager.updated(version)
+    manager.stop()
+    await scheduler.stop()
+    dropped = [(n, m) for why, n, m in gone if why == "infra"]
+    assert len(taken) == 40 and all(len(g) == 2 for g in taken)
+    assert manager.counters["groups_dropped_infra"] == len(dropped) >= 3
+    assert {n + m for n, m in dropped} == {2} and {n for n, _ in dropped} <= {0, 1}
+    assert sum(1 for n, _ in dropped if n == 1) >= 1  # one valid sample left: dropped all the same
+    assert scheduler.counters["infra/judge_error"] == 3 * manager.counters["samples_masked"]  # each tried 3 times
