@@ -98,6 +98,7 @@ class CurriculumSampler(SourceSampler):
         frontier's rate passes the band's top."""
         if not passed or source not in self.by_name:
             return
+        self._count("groups_observed")
         key = _key(source, task, scale)
         window = self.st.windows.setdefault(key, [])
         window.append(sum(passed) / len(passed))

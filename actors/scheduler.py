@@ -282,13 +282,15 @@ class Scheduler:
             if job.cancelled:
                 continue
             if isinstance(traj, Trajectory) and self._rerun(traj):
-                job.attempts += 1
                 job.detail = traj.verifier_error or f"the episode ended with {traj.termination}"
                 cause = traj.cause or "infra/generator_error"
-                if job.attempts < self.max_attempts or traj.termination == "generator_error":
+                if job.attempts + 1 < self.max_attempts or traj.termination == "generator_error":
+                    job.attempts += 1
                     self._retry_or_fail(job, cause)
                     continue
-                self._count(cause)  # the last attempt: delivered with its infra cause (module docstring)
+                # the last attempt: delivered with its infra cause (module docstring); `attempts` stays the
+                # count of those that were run again, so attempts + 1 episodes ran
+                self._count(cause)
             self._finish(job, traj, None)
 
     def _rerun(self, traj: Trajectory) -> bool:
