@@ -246,3 +246,47 @@ async def test_an_episode_can_bind_its_own_folders_at_their_paths(runtime, tmp_p
         await other.close()
     with pytest.raises(ValueError, match="overlaps the sandbox's own /usr"):
         await runtime.open_episode([], binds=["/usr/share"])
+
+
+async def test_an_allow_list_and_renames_offer_a_task_exactly_its_tools_under_its_names(runtime, tmp_path):
+    """`tools` and `rename` on real servers (the reference time server and the fixture): the episode's
+    catalogue, a program and DTC see only the allowed tools, under the new names; the server is still
+    called by its own; a name the server lacks fails the start naming it; a config with a bad name is refused."""
+    config = tmp_path / "servers.json"
+    config.write_text(json.dumps({"mcpServers": {
+        "time": {"command": str(BIN / "mcp-server-time"), "tools": ["get_current_time"],
+                 "rename": {"get_current_time": "clock_now"}},
+        "fx": {"command": FX[0], "args": FX[1:], "tools": ["add", "whereami"], "rename": {"add": "sum_two"}}}}))
+    specs = load_mcp_servers(config)
+    ep = await runtime.open_episode(specs)
+    try:
+        assert sorted(t["name"] for t in ep.tools()) == ["clock_now", "sum_two", "whereami"]
+        out = await ep.run_program("print(tools['sum_two'](a=2, b=3))\nprint(sorted(tools))\n"
+                                   "print(tools['clock_now'](timezone='UTC')['timezone'])\n"
+                                   "try:\n    tools['convert_time']\nexcept KeyError as e:\n    print('no', e)")
+        lines = out.text.splitlines()
+        assert lines[0] == "5" and lines[1] == "['clock_now', 'sum_two', 'whereami']" and lines[2] == "UTC"
+        assert lines[3].startswith("no ") and "convert_time" in lines[3]
+        direct = await ep.call_tool("add", {"a": 1, "b": 1})  # its own name is not offered either
+        assert direct.is_error and "unknown tool" in direct.text.lower()
+        assert {r.tool for r in ep.call_log if r.ok} == {"sum_two", "clock_now"}
+    finally:
+        await ep.close()
+    # a rename onto a name another server exposes: both prefixed, as any clash
+    clash = [UpstreamSpec(name="fx", command=FX, tools=["add"]),
+             UpstreamSpec(name="fx2", command=FX, tools=["whereami"], rename={"whereami": "add"})]
+    ep = await runtime.open_episode(clash)
+    try:
+        assert sorted(t["name"] for t in ep.tools()) == ["fx2__add", "fx__add"]
+    finally:
+        await ep.close()
+    with pytest.raises(ValueError, match=r"server 'time' has no tool\(s\) 'get_time' named in its tools or rename"):
+        await runtime.open_episode([UpstreamSpec(name="time", command=[str(BIN / "mcp-server-time")],
+                                                 tools=["get_time"])])
+    with pytest.raises(ValueError, match="two of its tools would be named 'x'"):
+        await runtime.open_episode([UpstreamSpec(name="fx", command=FX, rename={"add": "x", "whereami": "x"})])
+    for entry, message in (({"tools": "add"}, "tools must be a list"), ({"rename": {"add": "has space"}},
+                                                                        "are not tool names"),
+                           ({"rename": {"add": 3}}, "rename must be an object of strings")):
+        with pytest.raises(MCPConfigError, match=message):
+            parse_mcp_servers({"mcpServers": {"fx": {"command": "x", **entry}}})

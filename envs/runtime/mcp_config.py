@@ -9,9 +9,12 @@
 
 A stdio server gets the MCP SDK's default environment (HOME, PATH, SHELL, TERM, USER, LOGNAME) plus
 its `env`, never the rest of the host's (API keys stay out); `cwd` is where it starts. An HTTP
-server is streamable HTTP unless `"type": "sse"`. Two keys are ProgAgent's own: `timeout_s` (a
-call's deadline for this server's tools; default: the runtime's `tool_timeout_s`) and
-`error_heuristic` (false: trust `isError` alone for this server; envs/runtime/upstream.looks_like_error).
+server is streamable HTTP unless `"type": "sse"`. Four keys are ProgAgent's own: `timeout_s` (a
+call's deadline for this server's tools; default: the runtime's `tool_timeout_s`),
+`error_heuristic` (false: trust `isError` alone for this server; envs/runtime/upstream.looks_like_error),
+`tools` (only these of its tools, by the server's names: `["read_file", "list_directory"]`) and
+`rename` (`{"read_file": "fs_read"}`: the name programs and the model see), so an episode is offered
+exactly a task's tools under the task's names; a name the server does not have fails its start.
 VS Code's `"servers"` key is read too; `"disabled": true` leaves a server out. Anything else is an
 error that names the server and the key, so a typo does not silently drop a setting.
 """
@@ -19,6 +22,7 @@ error that names the server and the key, so a typo does not silently drop a sett
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +30,9 @@ from envs.runtime.upstream import UpstreamSpec
 
 STDIO_KEYS = {"command", "args", "env", "cwd"}
 HTTP_KEYS = {"url", "headers"}
-OURS = {"timeout_s", "error_heuristic"}
+OURS = {"timeout_s", "error_heuristic", "tools", "rename"}
+#: what MCP allows in a tool name (the specification's SEP-986 pattern)
+TOOL_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,128}")
 COMMON = {"type", "disabled", "description"}
 TYPES = {"stdio", "http", "streamable-http", "streamableHttp", "sse"}
 MAX_FILE_BYTES = 1 << 20
@@ -61,8 +67,15 @@ def server_spec(name: str, entry: Any) -> UpstreamSpec:
     heuristic = entry.get("error_heuristic")
     if heuristic is not None and not isinstance(heuristic, bool):
         raise MCPConfigError(f"{where}.error_heuristic must be true or false, got {heuristic!r}")
+    tools, rename = entry.get("tools"), entry.get("rename", {})
+    if tools is not None and (not isinstance(tools, list) or not all(isinstance(t, str) and t for t in tools)):
+        raise MCPConfigError(f"{where}.tools must be a list of the server's tool names, got {tools!r}")
+    rename = _strings(rename, f"{where}.rename")
+    bad = sorted(v for v in rename.values() if not TOOL_NAME.fullmatch(v))
+    if bad:
+        raise MCPConfigError(f"{where}.rename: {bad} are not tool names (letters, digits, _ . -; at most 128)")
     common = {"name": name, "timeout_s": float(timeout) if timeout is not None else None,
-              "error_heuristic": heuristic}
+              "error_heuristic": heuristic, "tools": list(tools) if tools is not None else None, "rename": rename}
     if http:
         url = entry.get("url")
         if not isinstance(url, str) or not url.startswith(("http://", "https://")):

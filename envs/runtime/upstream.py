@@ -46,7 +46,10 @@ class UpstreamSpec(msgspec.Struct, forbid_unknown_fields=True):
     """An MCP tool server: a stdio command (with its own variables on top of the SDK's default
     environment, and a working directory) or an HTTP url (streamable HTTP, or SSE), with headers.
     `timeout_s` and `error_heuristic` override the router's for this server's tools (None: the
-    router's). Written as `--upstream NAME=...` or in an `mcpServers` file (envs/runtime/mcp_config.py)."""
+    router's). `tools` lets only those of the server's tools through (by the server's own names; None:
+    all) and `rename` gives one the name the episode sees (a benchmark's name for it): a task is offered
+    exactly its tools, under its names (exposed_tools). Written as `--upstream NAME=...` or in an
+    `mcpServers` file (envs/runtime/mcp_config.py)."""
 
     name: str
     command: list[str] = []
@@ -57,6 +60,8 @@ class UpstreamSpec(msgspec.Struct, forbid_unknown_fields=True):
     transport: str = ""  # "" (stdio with a command, else streamable HTTP) | "sse"
     timeout_s: float | None = None
     error_heuristic: bool | None = None
+    tools: list[str] | None = None
+    rename: dict[str, str] = {}
 
     @classmethod
     def parse(cls, text: str) -> UpstreamSpec:
@@ -70,6 +75,26 @@ class UpstreamSpec(msgspec.Struct, forbid_unknown_fields=True):
         if rest.startswith(("http://", "https://")):
             return cls(name=name.strip(), url=rest)
         return cls(name=name.strip(), command=shlex.split(rest))
+
+
+def exposed_tools(spec: UpstreamSpec, listed: list[Any]) -> list[tuple[str, Any]]:
+    """(the name the episode sees, the server's tool) for each of the server's `listed` tools that
+    `spec.tools` lets through, renamed by `spec.rename`, in the server's order. A name in either that the
+    server does not list, or two tools under one name, is a ValueError naming them: a task must not run
+    with a tool silently missing (a server version that differs from the one its benchmark used)."""
+    have = [t.name for t in listed]
+    asked = set(spec.tools or ()) | set(spec.rename)
+    missing = sorted(asked - set(have))
+    if missing:
+        raise ValueError(f"server {spec.name!r} has no tool(s) {', '.join(map(repr, missing))} named in its tools or "
+                         f"rename (it has: {', '.join(have) or 'none'})")
+    out = [(spec.rename.get(t.name, t.name), t) for t in listed if spec.tools is None or t.name in spec.tools]
+    names = [n for n, _ in out]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise ValueError(f"server {spec.name!r}: two of its tools would be named {', '.join(map(repr, twice))} "
+                         f"(rename)")
+    return out
 
 
 class ToolInfo(msgspec.Struct):
@@ -423,14 +448,17 @@ class Upstreams:
         self._build_catalogue()
 
     def _build_catalogue(self) -> None:
+        """Every server's exposed tools (exposed_tools: its allow-list and renames), under their names;
+        a name two servers expose is prefixed with each server's name."""
+        exposed = {u.name: exposed_tools(u.spec, u.tools) for u in self.upstreams.values()}
         counts: dict[str, int] = {}
-        for u in self.upstreams.values():
-            for t in u.tools:
-                counts[t.name] = counts.get(t.name, 0) + 1
+        for tools in exposed.values():
+            for shown, _ in tools:
+                counts[shown] = counts.get(shown, 0) + 1
         catalogue = {}
         for u in self.upstreams.values():
-            for t in u.tools:
-                name = t.name if counts[t.name] == 1 else f"{u.name}__{t.name}"
+            for shown, t in exposed[u.name]:
+                name = shown if counts[shown] == 1 else f"{u.name}__{shown}"
                 catalogue[name] = ToolInfo(name=name, upstream=u.name, remote_name=t.name,
                                            description=t.description or "", input_schema=t.input_schema or {},
                                            output_schema=t.output_schema)
