@@ -1,0 +1,199 @@
+"""A throwaway PostgreSQL server per episode (MCPMark's postgres tasks), in the benchmark sandbox.
+
+    master = MasterCluster.ensure(root / "master-chinook")        # initdb once per machine and database
+    server = EpisodePostgres.start(master, work_dir, limits=runtime.limits)
+    server.env()      # {"POSTGRES_HOST": <socket folder>, "POSTGRES_PORT": "5432", "POSTGRES_USERNAME": ...}
+    server.close()    # killed with everything it started, its files removed
+
+Why one server per episode: the model is a superuser in it (MCPMark's `postgres-mcp` runs with
+`--access-mode=unrestricted`), so `COPY … PROGRAM`, `pg_read_file`, large objects and extensions are
+its to use. What contains that is the server's sandbox (envs/runtime/sandbox.isolation_argv): its own
+user namespace (uid 1000: PostgreSQL refuses to run as root), its own network namespace (no TCP at
+all, and `listen_addresses` empty besides: a Unix socket only, in a folder bound out to the host),
+/usr read-only, a private /tmp, no other host folder than the episode's copy of the data and the
+socket folder, and the runtime's per-process limits. Nothing is shared between episodes: each starts
+from a copy of the master's files, and the copy is removed (untrusted_fs.remove_tree: what a superuser
+wrote there is not followed) when the episode closes.
+
+The master is built by `initdb` in the same sandbox (so its files belong to the sandbox's user), once,
+under a lock; a benchmark's database goes into it with `restore` (pg_restore of the user's backup),
+also once. Debian's PostgreSQL 15 is what this machine kind has (`/usr/lib/postgresql/15`); another
+installation is found by `pg_bin()` (PG_BIN, else the newest under /usr/lib/postgresql).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+import subprocess
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from envs.runtime import untrusted_fs
+from envs.runtime.sandbox import BWRAP_ENV, isolation_argv, setenv_argv
+
+#: the socket's port number (only its file name: .s.PGSQL.5432; there is no TCP)
+PORT = 5432
+SUPERUSER = "postgres"
+START_TIMEOUT_S = 60.0
+
+
+def pg_bin() -> Path:
+    """The folder of initdb, postgres and pg_restore: $PG_BIN, else the newest /usr/lib/postgresql/N/bin."""
+    if os.environ.get("PG_BIN"):
+        return Path(os.environ["PG_BIN"])
+    versions = sorted((p for p in Path("/usr/lib/postgresql").glob("*/bin") if (p / "postgres").exists()),
+                      key=lambda p: int(p.parent.name) if p.parent.name.isdigit() else 0)
+    if not versions:
+        raise RuntimeError("no PostgreSQL server is installed (apt install postgresql, or set PG_BIN)")
+    return versions[-1]
+
+
+def _argv(binds: list[Path], command: list[str]) -> list[str]:
+    """`command` in the PostgreSQL sandbox (module docstring), `binds` read-write at their own paths."""
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        raise RuntimeError("bubblewrap (bwrap) is not installed: run scripts/install.sh")
+    argv = isolation_argv(network=False, bwrap=bwrap)
+    for name in ("passwd", "group"):
+        argv += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
+    for p in binds:
+        argv += ["--bind", str(p), str(p)]
+    argv += ["--remount-ro", "/", *setenv_argv({"PATH": f"{pg_bin()}:/usr/bin:/bin", "LANG": "C.UTF-8",
+                                                 "HOME": "/tmp"}), "--", *command]
+    return argv
+
+
+class MasterCluster:
+    """A stopped data folder every episode copies (built once, under a lock)."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.data = root / "data"
+
+    @classmethod
+    def ensure(cls, root: str | Path) -> MasterCluster:
+        root = Path(root)
+        root.mkdir(parents=True, exist_ok=True)
+        master = cls(root)
+        with open(root / ".lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not (master.data / "PG_VERSION").exists():
+                tmp = root / f".data-{uuid.uuid4().hex[:8]}"
+                out = subprocess.run(_argv([root], ["initdb", "-D", str(tmp), "-U", SUPERUSER, "--auth=trust",
+                                                    "-E", "UTF8", "--no-sync"]),
+                                     capture_output=True, text=True, timeout=300, env=BWRAP_ENV)
+                if out.returncode != 0:
+                    shutil.rmtree(tmp, ignore_errors=True)
+                    raise RuntimeError(f"initdb failed (exit {out.returncode}): {out.stderr[-2000:]}")
+                os.replace(tmp, master.data)
+        return master
+
+
+class EpisodePostgres:
+    """One episode's server: a copy of the master's data, started in the sandbox, a Unix socket only."""
+
+    def __init__(self, work: Path, proc: subprocess.Popen, limits: Any):
+        self.work = work
+        self.data = work / "data"
+        self.socket_dir = work / "socket"
+        self.proc = proc
+        self.limits = limits
+        self.closed = False
+
+    @classmethod
+    def start(cls, master: MasterCluster, work: str | Path, *, limits: Any = None,
+              memory_bytes: int | None = None, timeout_s: float = START_TIMEOUT_S) -> EpisodePostgres:
+        """A copy of `master` in `work` (a new folder), started and ready to connect, within `timeout_s`."""
+        work = Path(work)
+        work.mkdir(parents=True)
+        shutil.copytree(master.data, work / "data", symlinks=True)
+        (work / "socket").mkdir(mode=0o700)
+        argv = _argv([work], ["postgres", "-D", str(work / "data"), "-k", str(work / "socket"), "-p", str(PORT),
+                              "-c", "listen_addresses=", "-c", "fsync=off", "-c", "full_page_writes=off",
+                              "-c", "logging_collector=off"])
+        box = limits.create(f"postgres-{uuid.uuid4().hex[:8]}", memory_bytes) if limits is not None else None
+        log = untrusted_fs.open_log(work / "postgres.log")
+        try:
+            proc = subprocess.Popen(box.wrap(argv) if box is not None else argv, stdin=subprocess.DEVNULL,
+                                    stdout=log, stderr=log, env=BWRAP_ENV, start_new_session=True)
+        except BaseException:
+            if box is not None:
+                box.release()
+            raise
+        finally:
+            log.close()
+        server = cls(work, proc, box)
+        try:
+            server._wait_ready(timeout_s)
+        except BaseException:
+            server.close()
+            raise
+        return server
+
+    def _wait_ready(self, timeout_s: float) -> None:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"PostgreSQL exited ({self.proc.returncode}) before it was ready: {self.log_tail()}")
+            ready = subprocess.run([str(pg_bin() / "pg_isready"), "-q", "-h", str(self.socket_dir), "-p", str(PORT),
+                                    "-U", SUPERUSER], env={"PATH": "/usr/bin:/bin"}, timeout=10)
+            if ready.returncode == 0:
+                return
+            time.sleep(0.1)
+        raise RuntimeError(f"PostgreSQL was not ready within {timeout_s:.0f} s: {self.log_tail()}")
+
+    def log_tail(self, n: int = 2000) -> str:
+        try:
+            return untrusted_fs.read_tail(self.work / "postgres.log", n).decode("utf-8", "replace")
+        except OSError:
+            return ""
+
+    def env(self, database: str = "postgres") -> dict[str, str]:
+        """MCPMark's POSTGRES_* variables (its verify.py and postgres-mcp connect with them), and libpq's."""
+        return {"POSTGRES_HOST": str(self.socket_dir), "POSTGRES_PORT": str(PORT), "POSTGRES_USERNAME": SUPERUSER,
+                "POSTGRES_PASSWORD": "", "POSTGRES_DATABASE": database, "PGHOST": str(self.socket_dir),
+                "PGPORT": str(PORT), "PGUSER": SUPERUSER, "PGDATABASE": database}
+
+    def dsn(self, database: str = "postgres") -> str:
+        return f"postgresql://{SUPERUSER}@/{database}?host={self.socket_dir}&port={PORT}"
+
+    @property
+    def pids(self) -> list[int]:
+        """The sandbox's processes (bubblewrap's and the server's), for checks."""
+        import psutil
+
+        try:
+            root = psutil.Process(self.proc.pid)
+            return [root.pid, *(c.pid for c in root.children(recursive=True))]
+        except psutil.NoSuchProcess:
+            return []
+
+    def close(self) -> None:
+        """Kill the server and everything in its sandbox (the PID namespace ends with it), then remove
+        its files."""
+        if self.closed:
+            return
+        self.closed = True
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, 9)
+            except ProcessLookupError:
+                pass
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+        if self.limits is not None:
+            self.limits.release()
+        untrusted_fs.remove_tree(self.work)
+
+    def __enter__(self) -> EpisodePostgres:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
