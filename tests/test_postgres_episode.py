@@ -87,3 +87,34 @@ def test_a_superusers_sql_stays_inside_the_sandbox(master, tmp_path):
         lo = psql(server, f"select lo_import('{secret}')")
         assert lo.returncode != 0
     assert not (tmp_path / "e").exists()
+
+
+def test_a_backup_is_restored_once_into_the_master_and_an_unreadable_one_is_refused(tmp_path):
+    """A real pg_dump archive (the custom format of MCPMark's .backup files), made from a server here,
+    goes into a fresh master once; every episode then starts with it; a file that is no archive is
+    refused with pg_restore's reason, and the master stays as it was."""
+    from envs.benchmarks.postgres import BackupError
+
+    source = MasterCluster.ensure(tmp_path / "source")
+    backup = tmp_path / "employees.backup"
+    with EpisodePostgres.start(source, tmp_path / "dump") as server:
+        assert psql(server, "create table staff (id int primary key, name text); "
+                            "insert into staff values (1, 'ada'), (2, 'grace')").returncode == 0
+        out = subprocess.run([str(pg_bin() / "pg_dump"), "-Fc", "-f", str(backup), "-d", server.dsn()],
+                             capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+    master = MasterCluster.ensure(tmp_path / "master")
+    master.restore(backup, "employees")
+    master.restore(backup, "employees")  # once: the second is a no-op
+    assert master.databases() == ["employees"]
+    with EpisodePostgres.start(master, tmp_path / "ep") as server:
+        assert psql(server, "select string_agg(name, ',' order by id) from staff", "employees").stdout.strip() == \
+            "ada,grace"
+        assert psql(server, "delete from staff", "employees").returncode == 0
+    with EpisodePostgres.start(master, tmp_path / "ep2") as server:  # the next episode starts from the backup
+        assert psql(server, "select count(*) from staff", "employees").stdout.strip() == "2"
+    junk = tmp_path / "junk.backup"
+    junk.write_bytes(b"PGDMP" + b"\xff" * 64)
+    with pytest.raises(BackupError, match="pg_restore cannot read it"):
+        master.restore(junk, "junk")
+    assert master.databases() == ["employees"]

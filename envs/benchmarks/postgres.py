@@ -67,12 +67,57 @@ def _argv(binds: list[Path], command: list[str]) -> list[str]:
     return argv
 
 
+class BackupError(ValueError):
+    """A backup this PostgreSQL cannot restore (its reason is pg_restore's own)."""
+
+
 class MasterCluster:
     """A stopped data folder every episode copies (built once, under a lock)."""
 
     def __init__(self, root: Path):
         self.root = root
         self.data = root / "data"
+
+    def databases(self) -> list[str]:
+        """The databases `restore` put into it."""
+        return sorted(p.name.removeprefix("restored-") for p in self.root.glob("restored-*"))
+
+    def restore(self, backup: str | Path, database: str, timeout_s: float = 1800.0) -> None:
+        """The user's `backup` (pg_dump's custom or directory format: MCPMark's `.backup` files) as
+        `database` in the master, once (a marker file says it is there). The master runs for it in the
+        same sandbox and is stopped cleanly after, so every episode copies consistent files. A backup
+        pg_restore cannot read (not an archive, or written by a newer pg_dump than this server's) is a
+        BackupError with pg_restore's reason, before anything changes."""
+        backup = Path(backup)
+        if not database.replace("_", "").isalnum():
+            raise ValueError(f"{database!r} is not a plain database name")
+        restore_bin = str(pg_bin() / "pg_restore")
+        listing = subprocess.run([restore_bin, "--list", str(backup)], capture_output=True, text=True, timeout=300,
+                                 env={"PATH": "/usr/bin:/bin"})
+        if listing.returncode != 0:
+            raise BackupError(f"{backup}: PostgreSQL {pg_bin().parent.name}'s pg_restore cannot read it: "
+                              f"{listing.stderr.strip()[-1000:]}")
+        with open(self.root / ".lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            marker = self.root / f"restored-{database}"
+            if marker.exists():
+                return
+            work = self.root / f".restore-{uuid.uuid4().hex[:8]}"
+            server = EpisodePostgres.start(self, work, data=self.data)
+            try:
+                env = {"PATH": "/usr/bin:/bin"}
+                subprocess.run([str(pg_bin() / "psql"), "-X", "-v", "ON_ERROR_STOP=1", "-d", server.dsn(), "-c",
+                                f'create database "{database}"'], check=True, capture_output=True, timeout=120,
+                               env=env)
+                out = subprocess.run([restore_bin, "--no-owner", "--no-privileges", "-d", server.dsn(database),
+                                      str(backup)], capture_output=True, text=True, timeout=timeout_s, env=env)
+                if out.returncode != 0:
+                    raise BackupError(f"{backup}: pg_restore failed into {database!r}: {out.stderr.strip()[-2000:]}")
+            except BaseException:
+                server.close()
+                raise
+            server.stop()
+            marker.write_text(str(backup))
 
     @classmethod
     def ensure(cls, root: str | Path) -> MasterCluster:
@@ -96,9 +141,9 @@ class MasterCluster:
 class EpisodePostgres:
     """One episode's server: a copy of the master's data, started in the sandbox, a Unix socket only."""
 
-    def __init__(self, work: Path, proc: subprocess.Popen, limits: Any):
+    def __init__(self, work: Path, proc: subprocess.Popen, limits: Any, data: Path):
         self.work = work
-        self.data = work / "data"
+        self.data = data
         self.socket_dir = work / "socket"
         self.proc = proc
         self.limits = limits
@@ -106,13 +151,18 @@ class EpisodePostgres:
 
     @classmethod
     def start(cls, master: MasterCluster, work: str | Path, *, limits: Any = None,
-              memory_bytes: int | None = None, timeout_s: float = START_TIMEOUT_S) -> EpisodePostgres:
-        """A copy of `master` in `work` (a new folder), started and ready to connect, within `timeout_s`."""
+              memory_bytes: int | None = None, timeout_s: float = START_TIMEOUT_S,
+              data: Path | None = None) -> EpisodePostgres:
+        """A copy of `master` in `work` (a new folder), started and ready to connect, within `timeout_s`.
+        `data`: run that data folder itself instead of a copy (the master, for `restore`)."""
         work = Path(work)
         work.mkdir(parents=True)
-        shutil.copytree(master.data, work / "data", symlinks=True)
+        if data is None:
+            data = work / "data"
+            shutil.copytree(master.data, data, symlinks=True)
         (work / "socket").mkdir(mode=0o700)
-        argv = _argv([work], ["postgres", "-D", str(work / "data"), "-k", str(work / "socket"), "-p", str(PORT),
+        binds = [work] if data.is_relative_to(work) else [work, data]
+        argv = _argv(binds, ["postgres", "-D", str(data), "-k", str(work / "socket"), "-p", str(PORT),
                               "-c", "listen_addresses=", "-c", "fsync=off", "-c", "full_page_writes=off",
                               "-c", "logging_collector=off"])
         box = limits.create(f"postgres-{uuid.uuid4().hex[:8]}", memory_bytes) if limits is not None else None
@@ -126,7 +176,7 @@ class EpisodePostgres:
             raise
         finally:
             log.close()
-        server = cls(work, proc, box)
+        server = cls(work, proc, box, data)
         try:
             server._wait_ready(timeout_s)
         except BaseException:
@@ -171,6 +221,23 @@ class EpisodePostgres:
             return [root.pid, *(c.pid for c in root.children(recursive=True))]
         except psutil.NoSuchProcess:
             return []
+
+    def stop(self, timeout_s: float = 60.0) -> None:
+        """A clean shutdown (PostgreSQL's fast mode: SIGINT), so its data folder is consistent, then close."""
+        import psutil
+
+        try:
+            inside = psutil.Process(self.proc.pid).children(recursive=True)
+        except psutil.NoSuchProcess:
+            inside = []
+        postmaster = [p for p in inside if p.name() == "postgres" and p.parent() and p.parent().name() != "postgres"]
+        for p in postmaster:
+            p.send_signal(2)
+        try:
+            self.proc.wait(timeout_s)  # the sandbox ends when the server does
+        except subprocess.TimeoutExpired:
+            pass
+        self.close()
 
     def close(self) -> None:
         """Kill the server and everything in its sandbox (the PID namespace ends with it), then remove
