@@ -39,7 +39,8 @@ def master(tmp_path_factory):
 
 
 def test_each_episode_gets_its_own_server_with_no_tcp_and_nothing_left_after(master, tmp_path):
-    a = EpisodePostgres.start(master, tmp_path / "a")
+    deep = tmp_path / ("d" * 60) / ("e" * 60)  # deeper than a Unix socket's 107 bytes leave room for
+    a = EpisodePostgres.start(master, deep / "a")
     b = EpisodePostgres.start(master, tmp_path / "b")
     try:
         assert psql(a, "create table t (x int); insert into t values (7)").returncode == 0
@@ -56,7 +57,8 @@ def test_each_episode_gets_its_own_server_with_no_tcp_and_nothing_left_after(mas
     finally:
         a.close()
         b.close()
-    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+    assert not (deep / "a").exists() and not (tmp_path / "b").exists()
+    assert not a.socket_dir.exists() and not b.socket_dir.exists()
     import psutil
 
     assert not [p for p in pids if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]

@@ -27,6 +27,7 @@ import fcntl
 import os
 import shutil
 import subprocess
+import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -37,6 +38,9 @@ from envs.runtime.sandbox import BWRAP_ENV, isolation_argv, setenv_argv
 
 #: the socket's port number (only its file name: .s.PGSQL.5432; there is no TCP)
 PORT = 5432
+#: where each server's socket folder is made: a Unix socket's path has at most 107 bytes, and an
+#: episode's own folder may be deeper than that leaves room for
+SOCKET_BASE = "/tmp"
 SUPERUSER = "postgres"
 START_TIMEOUT_S = 60.0
 
@@ -141,10 +145,10 @@ class MasterCluster:
 class EpisodePostgres:
     """One episode's server: a copy of the master's data, started in the sandbox, a Unix socket only."""
 
-    def __init__(self, work: Path, proc: subprocess.Popen, limits: Any, data: Path):
+    def __init__(self, work: Path, proc: subprocess.Popen, limits: Any, data: Path, socket_dir: Path):
         self.work = work
         self.data = data
-        self.socket_dir = work / "socket"
+        self.socket_dir = socket_dir
         self.proc = proc
         self.limits = limits
         self.closed = False
@@ -160,9 +164,9 @@ class EpisodePostgres:
         if data is None:
             data = work / "data"
             shutil.copytree(master.data, data, symlinks=True)
-        (work / "socket").mkdir(mode=0o700)
-        binds = [work] if data.is_relative_to(work) else [work, data]
-        argv = _argv(binds, ["postgres", "-D", str(data), "-k", str(work / "socket"), "-p", str(PORT),
+        sock = Path(tempfile.mkdtemp(prefix="pg-", dir=SOCKET_BASE))  # its own, short path (SOCKET_BASE)
+        binds = [work, sock] if data.is_relative_to(work) else [work, data, sock]
+        argv = _argv(binds, ["postgres", "-D", str(data), "-k", str(sock), "-p", str(PORT),
                               "-c", "listen_addresses=", "-c", "fsync=off", "-c", "full_page_writes=off",
                               "-c", "logging_collector=off"])
         box = limits.create(f"postgres-{uuid.uuid4().hex[:8]}", memory_bytes) if limits is not None else None
@@ -173,10 +177,11 @@ class EpisodePostgres:
         except BaseException:
             if box is not None:
                 box.release()
+            shutil.rmtree(sock, ignore_errors=True)
             raise
         finally:
             log.close()
-        server = cls(work, proc, box, data)
+        server = cls(work, proc, box, data, sock)
         try:
             server._wait_ready(timeout_s)
         except BaseException:
@@ -257,6 +262,7 @@ class EpisodePostgres:
                 self.proc.wait(10)
         if self.limits is not None:
             self.limits.release()
+        untrusted_fs.remove_tree(self.socket_dir)
         untrusted_fs.remove_tree(self.work)
 
     def __enter__(self) -> EpisodePostgres:
