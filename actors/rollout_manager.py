@@ -62,6 +62,11 @@ log = logging.getLogger(__name__)
 
 #: a group needs this many valid samples for a group-relative advantage (one sample has no baseline)
 MIN_VALID = 2
+#: this many groups in a row dropped for infra failures, none accepted between, and the manager stops
+#: admitting (`stalled` says why): the fabric cannot produce a valid sample (a tool server that never
+#: starts, a judge that always fails), and admitting more would only burn the cluster until the step's
+#: timeout. At least this many, or two steps' worth of groups, whichever is more.
+STALL_GROUPS = 8
 
 
 class SourceSampler:
@@ -162,6 +167,8 @@ class RolloutManager:
                          "episodes_resubmitted": 0, "duplicates": 0, "max_in_flight": 0}
         self._changed = asyncio.Event()
         self._started = False
+        self.infra_drops_in_a_row = 0
+        self.stalled: str | None = None  # why admission stopped (STALL_GROUPS), for the driver's message
 
     # ---------------------------------------------------------------- accounting
     @property
@@ -193,7 +200,7 @@ class RolloutManager:
         self._admit()
 
     def _admit(self) -> None:
-        if not self._started:
+        if not self._started or self.stalled is not None:
             return
         while self.capacity() > 0:
             if self.held + self.in_flight + self.cfg.group_size > self.cfg.capacity:
@@ -258,7 +265,16 @@ class RolloutManager:
             self.counters["groups_dropped_infra"] += 1
             self._retire(g, "infra")
             del self.groups[g.group_id]
+            self.infra_drops_in_a_row += 1
+            if self.infra_drops_in_a_row >= max(STALL_GROUPS, 2 * self.groups_per_step) and self.stalled is None:
+                causes = sorted({c for c in g.masked.values()})
+                self.stalled = (f"the last {self.infra_drops_in_a_row} groups were all dropped for infra failures "
+                                f"(the last one's: {', '.join(causes) or 'unknown'}): the fabric cannot produce "
+                                f"valid samples; admission stopped")
+                log.error("%s", self.stalled)
+                self._changed.set()
             return
+        self.infra_drops_in_a_row = 0
         self.accepted += 1
 
     def _fail(self, g: Group, why: str) -> None:
@@ -320,7 +336,7 @@ class RolloutManager:
                 self._retire(nxt, "trained")
                 taken.append(group)
                 continue
-            if not self._started:
+            if not self._started or (self.stalled is not None and self.running == 0):
                 break
             self._changed.clear()
             remaining = None if deadline is None else deadline - loop.time()

@@ -198,8 +198,9 @@ async def _loop(fabric: Fabric, manager: RolloutManager, cfg: TrainConfig, log: 
             t0 = time.time()
             groups = await manager.take(cfg.train.groups_per_step, cfg.train.step_timeout_s)
             if len(groups) < cfg.train.groups_per_step:
-                console.print(f"[red]step {step + 1} got {len(groups)} of {cfg.train.groups_per_step} groups within "
-                              f"train.step_timeout_s ({cfg.train.step_timeout_s:.0f} s); stopping[/]")
+                why = manager.stalled or f"within train.step_timeout_s ({cfg.train.step_timeout_s:.0f} s)"
+                console.print(f"[red]step {step + 1} got {len(groups)} of {cfg.train.groups_per_step} groups: "
+                              f"{why}; stopping[/]")
                 break
             wait_s = time.time() - t0
             view = reward_view(groups, cfg.train.reward)

@@ -264,9 +264,11 @@ async def test_injected_judge_crashes_and_a_tool_server_that_will_not_start_are_
     dropped = RolloutManager(scheduler, SourceSampler([source], 0), RolloutConfig(group_size=2, max_staleness=0), 1,
                              harness="ptc")
     dropped.start()
-    assert await dropped.take(1, 60) == []  # nothing to train on: never a group of zeros
+    assert await dropped.take(1, 600) == []  # nothing to train on: never a group of zeros
     dropped.stop()
     await scheduler.stop()
-    assert dropped.counters["groups_dropped_infra"] >= 1 and dropped.counters["groups_trained"] == 0
+    # it stopped admitting after STALL_GROUPS groups in a row were dropped, saying why, not at the timeout
+    assert dropped.counters["groups_dropped_infra"] == 8 and dropped.counters["groups_trained"] == 0
+    assert "were all dropped for infra failures (the last one's: infra/tool_server_start)" in dropped.stalled
     assert dropped.counters["masked/infra/tool_server_start"] >= 2
     assert scheduler.counters["infra/tool_server_start"] >= 3 * 2  # each episode tried max_attempts times

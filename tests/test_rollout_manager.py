@@ -289,11 +289,11 @@ async def test_the_curriculum_moves_a_solved_task_to_its_next_scale_and_resumes_
 
 
 async def test_a_group_left_with_one_valid_sample_is_dropped_and_counted(ray_session):
-    """Groups of 2 where a third of the samples' judges always fail: a group with one valid sample left has
+    """Groups of 2 where a fifth of the samples' judges always fail: a group with one valid sample left has
     no baseline for its advantage; it is dropped ("infra"), counted, and frees its slot; every group
     taken has both samples."""
     spec = SyntheticSpec(median_s=0.005, tail_p=0.0, generator_error_p=0.0, broken_p=0.0, verifier_error_p=0.0,
-                         judge_broken_p=0.33)
+                         judge_broken_p=0.2)
     env = EnvWorkers([SyntheticEnvWorker.options(num_cpus=0, max_concurrency=1000).remote(spec)], None, 64)
     scheduler = Scheduler(env, max_attempts=3)
     gone: list = []
@@ -314,3 +314,23 @@ async def test_a_group_left_with_one_valid_sample_is_dropped_and_counted(ray_ses
     assert {n + m for n, m in dropped} == {2} and {n for n, _ in dropped} <= {0, 1}
     assert sum(1 for n, _ in dropped if n == 1) >= 1  # one valid sample left: dropped all the same
     assert scheduler.counters["infra/judge_error"] == 3 * manager.counters["samples_masked"]  # each tried 3 times
+
+
+async def test_a_fabric_that_only_fails_stops_admission_and_says_why(ray_session):
+    """Every judge fails: after STALL_GROUPS groups in a row are dropped, the manager admits no more and
+    `take` returns at once with the reason, instead of burning the cluster until the step's timeout."""
+    from actors.rollout_manager import STALL_GROUPS
+
+    spec = SyntheticSpec(median_s=0.005, tail_p=0.0, generator_error_p=0.0, broken_p=0.0, verifier_error_p=0.0,
+                         judge_broken_p=1.0)
+    env = EnvWorkers([SyntheticEnvWorker.options(num_cpus=0, max_concurrency=1000).remote(spec)], None, 64)
+    scheduler = Scheduler(env, max_attempts=2)
+    manager = RolloutManager(scheduler, SourceSampler([library_source(["t1"], {"v0": 1.0})], 0),
+                             RolloutConfig(group_size=2, max_staleness=1), 2, harness="ptc")
+    manager.start()
+    assert await asyncio.wait_for(manager.take(2, 600), 120) == []
+    manager.stop()
+    await scheduler.stop()
+    assert manager.stalled and "were all dropped for infra failures (the last one's: infra/judge_error)" in manager.stalled
+    assert STALL_GROUPS <= manager.counters["groups_dropped_infra"] <= STALL_GROUPS + 4  # what was already running
+    assert manager.admitted == manager.counters["groups_dropped_infra"] and manager.running == 0
