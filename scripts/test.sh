@@ -12,8 +12,8 @@
 # - last, the verifiers taskset's tests in .venv-verifiers (verifiers pins mcp==2.0.0: scripts/install.sh).
 # All parts run; the exit status is the first failing part's; beside's and the type check's output
 # follow serial's.
-# Measured on 2 cores: about 14:00 on 2026-12-05 with the learning-signal tests (serial 11:05, beside 5:19,
-# parallel 2:40, verifiers 0:08; the real-fabric masking test is ~1.5 min of serial's); 13:06 before them, with the
+# Measured on 2 cores: about 15:00 on 2026-12-05 with the learning-signal and postgres tests (serial 10:28,
+# beside 5:29, parallel 2:40, verifiers 0:07); 13:06 before them, with the
 # verl tests and the verifiers environment (serial 10:00,
 # beside 5:32, parallel 2:47, verifiers 0:07); with the SmolLM2 test in beside, the Ray tests slowed to
 # flaky (17:31), and in parallel 16:21: it is opt-in (PROGAGENT_SLOW=1).
