@@ -74,9 +74,7 @@ class CurriculumSampler(SourceSampler):
         src = self._source()
         name = src.name
         if self.rng.random() < self.cfg.explore:
-            task = self.rng.choice(self.task_ids[name])
-            scales = src.scales_of(task)
-            scale = self.rng.choices(scales, [src.scale_weights[s] for s in scales])[0]
+            task, scale = self._fixed(src)
             self._count("picked_explore")
         else:
             open_tasks = [t for t in self.task_ids[name] if self.frontier(name, t) is not None]
@@ -87,9 +85,7 @@ class CurriculumSampler(SourceSampler):
                 scale = self.frontier(name, task)
                 self._count("picked_band" if band else "picked_frontier")
             else:  # every task mastered: the fixed draw
-                task = self.rng.choice(self.task_ids[name])
-                scales = src.scales_of(task)
-                scale = self.rng.choices(scales, [src.scale_weights[s] for s in scales])[0]
+                task, scale = self._fixed(src)
                 self._count("picked_mastered")
         return name, task, scale
 

@@ -76,7 +76,11 @@ class SourceSampler:
     at every point of a run, not only on average; then one of its tasks uniformly and a scale of that
     task by the source's scale weights, from the seeded generator. With one source nothing is drawn
     for it: the draws are those of the sampler before sources existed (a task, then a scale), so an
-    old checkpoint's random state continues the same sequence."""
+    old checkpoint's random state continues the same sequence.
+
+    The sampler seam the rollout manager uses: `draw`, `ref`, and `observe` (the groups it takes),
+    `report` (its counters for the step's metrics), `state` / `load` (its own part of a checkpoint):
+    no-ops here, where the weights are fixed; the live curriculum (actors/curriculum.py) fills them."""
 
     def __init__(self, sources: list[Source], seed: int):
         self.sources = [s for s in sources if s.weight > 0]
@@ -98,11 +102,27 @@ class SourceSampler:
         self.credit[best.name] -= total
         return best
 
-    def draw(self) -> tuple[str, str, str]:
-        src = self._source()
+    def _fixed(self, src: Source) -> tuple[str, str]:
+        """A task of `src` uniformly, then a scale of it by the source's scale weights."""
         task = self.rng.choice(self.task_ids[src.name])
         scales = src.scales_of(task)
-        return src.name, task, self.rng.choices(scales, [src.scale_weights[s] for s in scales])[0]
+        return task, self.rng.choices(scales, [src.scale_weights[s] for s in scales])[0]
+
+    def draw(self) -> tuple[str, str, str]:
+        src = self._source()
+        return src.name, *self._fixed(src)
+
+    def observe(self, source: str, task: str, scale: str, passed: list[bool]) -> None:
+        """A taken group's valid samples (True: solved): nothing to learn for fixed weights."""
+
+    def report(self) -> dict[str, float]:
+        return {}
+
+    def state(self) -> bytes:
+        return b""
+
+    def load(self, data: bytes) -> None:
+        """Fixed weights keep no state of their own (a curriculum's, from another config, is not used)."""
 
     def ref(self, source: str, task_id: str, scale: str) -> EnvRef:
         """The reference of a drawn (source, task, scale); a ValueError names what the config no longer has
@@ -240,7 +260,7 @@ class RolloutManager:
             self._fail(g, f"{out.failure}: {out.detail}")
         elif traj is None or infra:
             self.counters["episodes_failed" if traj is None else "episodes_done"] += 1
-            g.masked[idx] = out.failure or (traj.cause if traj is not None else "") or "infra/worker_error"
+            g.masked[idx] = (out.failure if traj is None else traj.cause) or "infra/worker_error"
             self.counters["samples_masked"] += 1
             key = f"masked/{g.masked[idx]}"
             self.counters[key] = self.counters.get(key, 0) + 1
@@ -252,10 +272,10 @@ class RolloutManager:
         self._admit()
         self._changed.set()
 
-    def valid(self, g: Group) -> list[Trajectory]:
-        """The samples a group trains on, by index: with masking, those of the policy's causes."""
-        return [g.samples[i] for i in sorted(g.samples)
-                if not (self.cfg.mask_infra and is_infra(g.samples[i].cause))]
+    @staticmethod
+    def valid(g: Group) -> list[Trajectory]:
+        """The samples a group trains on, by index (with masking an infra outcome never became one: _file)."""
+        return [g.samples[i] for i in sorted(g.samples)]
 
     def _complete(self, g: Group) -> None:
         """Its last episode is in: accepted, or dropped with too few valid samples (masking)."""
@@ -321,8 +341,8 @@ class RolloutManager:
             if isinstance(nxt, Group):
                 del self.groups[nxt.group_id]
                 group = self.valid(nxt)
-                if hasattr(self.sampler, "observe"):  # the curriculum learns in admission order (actors/curriculum.py)
-                    self.sampler.observe(nxt.source, nxt.task_id, nxt.scale, [t.reward >= 1.0 for t in group])
+                # a curriculum learns in admission order (actors/curriculum.py)
+                self.sampler.observe(nxt.source, nxt.task_id, nxt.scale, [t.reward >= 1.0 for t in group])
                 staleness = self.version - min(t.policy_version for t in group)
                 if staleness > self.cfg.max_staleness:
                     self.accepted -= 1
@@ -360,7 +380,7 @@ class RolloutManager:
 
     # ---------------------------------------------------------------- checkpoints
     def stats(self) -> dict[str, float]:
-        report = self.sampler.report() if hasattr(self.sampler, "report") else {}
+        report = self.sampler.report()
         return {**self.counters, "admitted": self.admitted, "accepted": self.accepted, "running": self.running,
                 "in_flight": self.in_flight, "held": self.held, "capacity": self.capacity(),
                 "updates": self.updates, **{f"scheduler_{k}": v for k, v in self.scheduler.counters.items()},
@@ -370,7 +390,7 @@ class RolloutManager:
         st = ManagerState(updates=self.updates, version=self.version, admitted=self.admitted, accepted=self.accepted,
                           counters=dict(self.counters), rng=list(self.sampler.rng.getstate()),
                           groups=sorted(self.groups.values(), key=lambda g: g.seq), credit=dict(self.sampler.credit),
-                          curriculum=self.sampler.state() if hasattr(self.sampler, "state") else b"")
+                          curriculum=self.sampler.state())
         return msgspec.msgpack.encode(st)
 
     def load_state(self, data: bytes) -> None:
@@ -381,6 +401,6 @@ class RolloutManager:
         self.counters.update(st.counters)
         self.sampler.rng.setstate((st.rng[0], tuple(st.rng[1]), st.rng[2]))
         self.sampler.credit.update({k: v for k, v in st.credit.items() if k in self.sampler.credit})
-        if st.curriculum and hasattr(self.sampler, "load"):
+        if st.curriculum:
             self.sampler.load(st.curriculum)
         self.groups = {g.group_id: g for g in st.groups}

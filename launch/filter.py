@@ -38,6 +38,7 @@ from launch.rollouts import (
 )
 from schema.config import TASKS_SOURCE, FilterSettings, TrainConfig
 from schema.load import ConfigError, load_sections
+from schema.outcomes import is_infra
 
 console = Console()
 
@@ -59,8 +60,8 @@ def decide(task: str, records: list[RolloutRecord], st: FilterSettings, scales: 
     infra cause after every attempt: schema/outcomes.py) says nothing of the task's difficulty: it is
     not counted, and a scale it leaves short stays incomplete, named."""
     scales = scales if scales is not None else st.scales
-    infra = [r for r in records if r.cause.startswith("infra/")]
-    records = [r for r in records if not r.cause.startswith("infra/")]
+    infra = [r for r in records if is_infra(r.cause)]
+    records = [r for r in records if not is_infra(r.cause)]
     passes = {s: sum(r.passed for r in records if r.scale == s) for s in scales}
     done = {s: sum(1 for r in records if r.scale == s) for s in scales}
     rates = {s: passes[s] / done[s] if done[s] else float("nan") for s in scales}

@@ -49,7 +49,10 @@ def program_features(code: str) -> dict[str, int]:
     counts = dict.fromkeys(FEATURES, 0)
     try:
         tree = ast.parse(code)
-    except SyntaxError:
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        # model code: nested past the parser's recursion (RecursionError while building the tree; CPython's
+        # parser stack, MemoryError) or holding a NUL byte (ValueError) is a program that does not parse,
+        # never an error of the host reading it
         return counts | {"syntax_error": 1, "dtc_like": 0, "prints_raw_result": 0}
     for node in ast.walk(tree):
         if isinstance(node, ast.For | ast.While | ast.AsyncFor):

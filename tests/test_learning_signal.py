@@ -294,3 +294,16 @@ async def test_a_link_in_the_final_state_or_a_self_raised_memoryerror_stays_on_t
     traj = await run_episode(env, tight_runtime, ScriptedGenerator(renderer.tok, [fake, "ANSWER: 0; 0"]), renderer,
                              "ptc", limits=LoopLimits(max_turns=3))
     assert traj.cause == "policy/program_oom"  # whatever a program raises, it is its own outcome
+
+
+def test_a_program_too_deep_to_parse_is_unparseable_not_a_crash_of_the_host():
+    """Model code reaches the host's parser twice (the episode's program metrics on the env worker, the
+    dtc_like term in the driver): a program nested past the parser's recursion (a long unary or binary chain)
+    raised RecursionError / MemoryError out of ast.parse, which would have failed its episode as the fabric's
+    (masked) or taken the driver's step down. It is a program that does not parse, the policy's."""
+    from rollout.program_features import program_features
+
+    for code in ("x=" + "-" * 5000 + "1", "x=" + "a+" * 100_000 + "a", "x=" + "not " * 5000 + "1"):
+        assert program_features(code)["syntax_error"] == 1
+    t = _traj(turns=_turns("x=" + "-" * 5000 + "1", 'print(tools["a"]())'))
+    assert reward_terms(t, RewardConfig(terms={"binary": 1.0, "dtc_like": 0.5}))["dtc_like"] == 0.5

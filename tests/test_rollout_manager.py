@@ -274,7 +274,6 @@ async def test_the_curriculum_moves_a_solved_task_to_its_next_scale_and_resumes_
     assert late.count("v1") >= 15, late  # concentrated on the frontier (the rest: the 10 % exploration share)
     assert report["draws_v1"] > report["draws_v0"]
     state = r.manager.state()
-    version = r.version
     await r.close()
 
     def draws(manager, n=60):
@@ -285,7 +284,6 @@ async def test_the_curriculum_moves_a_solved_task_to_its_next_scale_and_resumes_
     assert again.manager.sampler.report() == r.manager.sampler.report()
     same = draws(again.manager)
     assert same == draws(r.manager) and {s for _, _, s in same} >= {"v1", "v0"}  # not a trivial sequence
-    del version
 
 
 async def test_a_group_left_with_one_valid_sample_is_dropped_and_counted(ray_session):

@@ -98,8 +98,10 @@ def test_train_writes_run_folder_and_checkpoint(checkpointed_run):
     for r in train_rows:
         assert 0.0 <= r["rollout/zero_variance_groups"] <= 1.0 and r["rollout/infra_trained"] == 0
         assert sum(v for k, v in r.items() if k.startswith("rollout/policy/")) == r["rollout/episodes"]
-        assert sum(r[f"curriculum/draws_{s}"] for s in ("v0", "v1", "v2", "v3") if f"curriculum/draws_{s}" in r) >= 0
         assert 0.0 <= r["rollout/reward_context_efficiency"] <= 1.0
+    # the per-step draws add up to the groups admitted by the last step (a few more may start before the checkpoint)
+    drawn = sum(v for r in train_rows for k, v in r.items() if k.startswith("curriculum/draws_v"))
+    assert 3 * cfg.train.groups_per_step <= drawn <= state.admitted
     curriculum = msgspec.msgpack.decode(state.curriculum, type=CurriculumState)
     # it learned from every group taken (trained, or dropped as stale), in the checkpoint
     assert curriculum.counters["groups_observed"] == state.counters["groups_trained"] + \

@@ -235,9 +235,13 @@ class EpisodePostgres:
             inside = psutil.Process(self.proc.pid).children(recursive=True)
         except psutil.NoSuchProcess:
             inside = []
-        postmaster = [p for p in inside if p.name() == "postgres" and p.parent() and p.parent().name() != "postgres"]
-        for p in postmaster:
-            p.send_signal(2)
+        for p in inside:
+            try:  # the postmaster: the server process whose parent is not one (its children end with it)
+                parent = p.parent()
+                if p.name() == "postgres" and parent is not None and parent.name() != "postgres":
+                    p.send_signal(2)
+            except psutil.NoSuchProcess:
+                continue
         try:
             self.proc.wait(timeout_s)  # the sandbox ends when the server does
         except subprocess.TimeoutExpired:
