@@ -23,7 +23,7 @@ retried and then reported as failed, never cached; the warning says what to chec
 What a sweep runs is the config's sources (envs/sources.py: `envs:`, and `tasks:` as the source
 "tasks"), each at its own scales, `sweep.envs=[NAMES]` picking some; any kind registered in
 envs/kinds.py joins the same way. `--harbor PATH` (repeatable), `--loca CHECKOUT`, `--toolathlon
-CHECKOUT` and `--mcpmark CHECKOUT` each add the source of that kind, named after it; its other settings
+CHECKOUT`, `--mcpmark CHECKOUT` and `--mcpmark-postgres CHECKOUT` each add the source of that kind, named after it; its other settings
 are `envs.<kind>.args.*`:
 
     progagent eval --model openai:NAME --harbor bench/some-dataset sweep.envs=[harbor] sweep.harnesses=[ptc]
@@ -32,7 +32,8 @@ are `envs.<kind>.args.*`:
 Harbor tasks run at the one scale `harbor` (their tests/test.sh on a judge); each LOCA-bench
 configuration is a task whose scale is its preset, judged by LOCA's evaluator on the env worker that
 holds the state; Toolathlon's local-only tasks at `toolathlon`, MCPMark's filesystem tasks (from a
-local cache of its data, `envs.mcpmark.args.data_dir`: nothing is downloaded) at `mcpmark`. The plots'
+local cache of its data, `envs.mcpmark.args.data_dir`: nothing is downloaded) and its postgres
+tasks (`envs.mcpmark_postgres.args.backups`: the categories' backups) at `mcpmark`. The plots'
 x axis is the library's scales when a library source runs, else the other sources' scales (LOCA's
 presets: the paper's Figure 3, pass rate and context tokens against environment-state size).
 """
@@ -65,7 +66,8 @@ from schema.records import SCALES
 console = Console()
 
 #: the command-line flags that add a source of a kind (`--loca CHECKOUT`: envs.loca, kind loca, args.checkout)
-SOURCE_FLAGS = {"harbor": "paths", "loca": "checkout", "toolathlon": "checkout", "mcpmark": "checkout"}
+SOURCE_FLAGS = {"harbor": "paths", "loca": "checkout", "toolathlon": "checkout", "mcpmark": "checkout",
+                "mcpmark_postgres": "checkout"}
 
 
 def validate(st: SweepSettings) -> None:
@@ -173,6 +175,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--mcpmark", default=None, metavar="CHECKOUT",
                    help="an MCPMark checkout: the source envs.mcpmark, its filesystem tasks whose data is in "
                    "envs.mcpmark.args.data_dir (a local cache of the unzipped categories: nothing is downloaded)")
+    p.add_argument("--mcpmark-postgres", dest="mcpmark_postgres", default=None, metavar="CHECKOUT",
+                   help="an MCPMark checkout: the source envs.mcpmark_postgres, its postgres tasks, each on a "
+                   "PostgreSQL server of its own (envs.mcpmark_postgres.args.backups: a folder of the categories' "
+                   ".backup files; without it the repository-only tasks)")
     p.add_argument("overrides", nargs="*", help="key.path=value (sweep.samples=8, sweep.harnesses=[ptc], ...)")
 
 

@@ -75,6 +75,18 @@ if [ "${PROGAGENT_VERIFIERS:-1}" != 0 ] && [[ ",$extras," == *",dev,"* ]]; then
   fi
 fi
 
+# MCPMark's postgres tasks: postgres-mcp needs Python >= 3.12, so it has an environment of its own, made
+# once under $PROGAGENT_HOME/benchmarks by ProgAgent's environment maker (its tests use it; a run would
+# make it on first use). Skipped, with the reason, when there is no Python 3.12 (pyenv) or no PostgreSQL.
+if [[ ",$extras," == *",dev,"* ]] && [ "${PROGAGENT_BENCH_ENVS:-1}" != 0 ]; then
+  $PY -c "from envs.benchmarks.environment import ensure_environment, benchmarks_root, SetupError
+from envs.benchmarks.mcpmark.postgres import ENVIRONMENT
+try:
+    ensure_environment(ENVIRONMENT, benchmarks_root(), say=lambda m: None)
+except SetupError as exc:
+    print('skipped the mcpmark-postgres environment:', str(exc)[:300])" || true
+fi
+
 # the npm filesystem MCP server used by tests (node_modules kept under .mcp-servers/)
 if [[ ",$extras," == *",dev,"* ]] && [ ! -x .mcp-servers/node_modules/.bin/mcp-server-filesystem ]; then
   npm install --silent --no-audit --no-fund --prefix .mcp-servers @modelcontextprotocol/server-filesystem >/dev/null

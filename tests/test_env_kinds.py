@@ -246,7 +246,7 @@ def test_every_kind_of_the_checkout_keeps_its_ground_truth_out_of_reach():
     """The precondition of training on a benchmark (its containment: tests/test_attack_external_tasks.py,
     tests/test_attack_harbor.py): every shipped kind declares it, so that a new one must too."""
     shipped = {n: k for n, k in kinds().items() if type(k).__module__.startswith("envs.")}
-    assert set(shipped) == {"library", "harbor", "loca", "toolathlon", "mcpmark"}
+    assert set(shipped) == {"library", "harbor", "loca", "toolathlon", "mcpmark", "mcpmark_postgres"}
     assert all(k.ground_truth_hidden is True for k in shipped.values())
     assert {n for n, k in shipped.items() if k.has_oracle} == {"library"}
 
@@ -274,7 +274,7 @@ def test_a_config_without_envs_is_its_tasks_section_and_old_sweep_keys_name_the_
 
 
 def test_the_command_line_flags_of_the_benchmarks_are_sources_of_their_kind(tmp_path):
-    """`eval --harbor/--loca/--toolathlon/--mcpmark` each add the source of that kind (named after it),
+    """`eval --harbor/--loca/--toolathlon/--mcpmark/--mcpmark-postgres` each add the source of that kind (named after it),
     listed from the fixture checkouts, beside the config's library."""
     import argparse
     import sys
@@ -288,15 +288,17 @@ def test_the_command_line_flags_of_the_benchmarks_are_sources_of_their_kind(tmp_
     add_arguments(p)
     args = p.parse_args(["--harbor", str(Path(__file__).parents[1] / "envs" / "starter_harbor"),
                          "--loca", str(fixtures / "loca_checkout"), "--toolathlon", str(fixtures / "toolathlon_checkout"),
-                         "--mcpmark", str(fixtures / "mcpmark_checkout")])
-    py = [f"envs.{k}.args.python={sys.executable}" for k in ("loca", "toolathlon", "mcpmark")]
+                         "--mcpmark", str(fixtures / "mcpmark_checkout"),
+                         "--mcpmark-postgres", str(fixtures / "mcpmark_checkout")])
+    py = [f"envs.{k}.args.python={sys.executable}" for k in ("loca", "toolathlon", "mcpmark", "mcpmark_postgres")]
     cfg, _ = load_sections(Path(__file__).parents[1] / "configs" / "local.yaml",
                            [*flag_overrides(args), *py, f"envs.mcpmark.args.data_dir={fixtures / 'mcpmark_data'}",
                             "envs.loca.args.presets=[1k]"], "sweep", SweepSettings)
     sources = {s.name: s for s in resolve_sources(cfg.sources(), say=lambda m: None)}
     assert [(n, s.kind.name) for n, s in sources.items()] == [
         ("tasks", "library"), ("harbor", "harbor"), ("loca", "loca"), ("toolathlon", "toolathlon"),
-        ("mcpmark", "mcpmark")]
+        ("mcpmark", "mcpmark"), ("mcpmark_postgres", "mcpmark_postgres")]
+    assert sources["mcpmark_postgres"].task_ids == ["postgres/shop__order_totals"]  # no backups: prepared tasks only
     assert sources["harbor"].task_ids == ["warehouse-restock"] and sources["loca"].scales == ["1k"]
     assert sources["toolathlon"].task_ids and sources["mcpmark"].task_ids
     assert all(type(r).__name__ == "MCPMarkRef" for r in sources["mcpmark"].refs)

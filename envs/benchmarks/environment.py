@@ -43,11 +43,15 @@ class BenchmarkEnvironment(msgspec.Struct, frozen=True):
     requirements: Path
     node_packages: tuple[str, ...] = ()
     python_version: str = "3.12"
+    #: install the list as it is, without pip's resolver (`--no-deps`): for a list that is the whole
+    #: pinned set but overrides a pin of one of its packages (its file's header says which and why)
+    no_deps: bool = False
 
     def digest(self) -> str:
         h = hashlib.sha256(self.requirements.read_bytes())
         h.update("\n".join(self.node_packages).encode())
         h.update(self.python_version.encode())
+        h.update(b"no-deps" if self.no_deps else b"")
         return h.hexdigest()[:12]
 
     def folder(self, root: Path) -> Path:
@@ -115,7 +119,7 @@ def ensure_environment(spec: BenchmarkEnvironment, root: Path, say: Callable[[st
             shutil.rmtree(env_dir)  # a half-made one from an interrupted attempt
         _run(spec.name, "venv", [find_python(spec.python_version), "-m", "venv", str(env_dir)])
         _run(spec.name, "pip", [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-                                "-r", str(spec.requirements)])
+                                *(["--no-deps"] if spec.no_deps else []), "-r", str(spec.requirements)])
         if spec.node_packages:
             npm = shutil.which("npm")
             if npm is None:

@@ -75,6 +75,30 @@ class BackupError(ValueError):
     """A backup this PostgreSQL cannot restore (its reason is pg_restore's own)."""
 
 
+def check_name(database: str) -> str:
+    """`database` when it is a plain name (letters, digits, underscores): it goes into SQL unquoted-safe."""
+    if not database or not database.replace("_", "").isalnum() or not database.isascii():
+        raise ValueError(f"{database!r} is not a plain database name")
+    return database
+
+
+def check_backup(backup: str | Path) -> None:
+    """A BackupError with pg_restore's reason when this PostgreSQL's pg_restore cannot read `backup`
+    (not a pg_dump archive, or one written by a newer pg_dump): cheap, so a run is refused at its start."""
+    listing = subprocess.run([str(pg_bin() / "pg_restore"), "--list", str(backup)], capture_output=True, text=True,
+                             timeout=300, env={"PATH": "/usr/bin:/bin"})
+    if listing.returncode != 0:
+        raise BackupError(f"{backup}: PostgreSQL {pg_bin().parent.name}'s pg_restore cannot read it: "
+                          f"{listing.stderr.strip()[-1000:]}")
+
+
+def has_extension(name: str) -> bool:
+    """Whether this PostgreSQL installation has extension `name` (its control file: pgvector's is vector)."""
+    shares = [Path("/usr/share/postgresql") / pg_bin().parent.name, pg_bin().parent / "share" / "postgresql",
+              pg_bin().parent / "share"]  # Debian's layout, then a self-contained installation's
+    return any((share / "extension" / f"{name}.control").is_file() for share in shares)
+
+
 class MasterCluster:
     """A stopped data folder every episode copies (built once, under a lock)."""
 
@@ -93,14 +117,9 @@ class MasterCluster:
         pg_restore cannot read (not an archive, or written by a newer pg_dump than this server's) is a
         BackupError with pg_restore's reason, before anything changes."""
         backup = Path(backup)
-        if not database.replace("_", "").isalnum():
-            raise ValueError(f"{database!r} is not a plain database name")
+        check_name(database)
+        check_backup(backup)
         restore_bin = str(pg_bin() / "pg_restore")
-        listing = subprocess.run([restore_bin, "--list", str(backup)], capture_output=True, text=True, timeout=300,
-                                 env={"PATH": "/usr/bin:/bin"})
-        if listing.returncode != 0:
-            raise BackupError(f"{backup}: PostgreSQL {pg_bin().parent.name}'s pg_restore cannot read it: "
-                              f"{listing.stderr.strip()[-1000:]}")
         with open(self.root / ".lock", "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             marker = self.root / f"restored-{database}"
@@ -110,9 +129,7 @@ class MasterCluster:
             server = EpisodePostgres.start(self, work, data=self.data)
             try:
                 env = {"PATH": "/usr/bin:/bin"}
-                subprocess.run([str(pg_bin() / "psql"), "-X", "-v", "ON_ERROR_STOP=1", "-d", server.dsn(), "-c",
-                                f'create database "{database}"'], check=True, capture_output=True, timeout=120,
-                               env=env)
+                server.create_database(database)
                 out = subprocess.run([restore_bin, "--no-owner", "--no-privileges", "-d", server.dsn(database),
                                       str(backup)], capture_output=True, text=True, timeout=timeout_s, env=env)
                 if out.returncode != 0:
@@ -212,6 +229,12 @@ class EpisodePostgres:
         return {"POSTGRES_HOST": str(self.socket_dir), "POSTGRES_PORT": str(PORT), "POSTGRES_USERNAME": SUPERUSER,
                 "POSTGRES_PASSWORD": "", "POSTGRES_DATABASE": database, "PGHOST": str(self.socket_dir),
                 "PGPORT": str(PORT), "PGUSER": SUPERUSER, "PGDATABASE": database}
+
+    def create_database(self, database: str) -> None:
+        """An empty database `database` (a plain name) in this server."""
+        subprocess.run([str(pg_bin() / "psql"), "-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", self.dsn(), "-c",
+                        f'create database "{check_name(database)}"'], check=True, capture_output=True, timeout=120,
+                       env={"PATH": "/usr/bin:/bin"})
 
     def dsn(self, database: str = "postgres") -> str:
         return f"postgresql://{SUPERUSER}@/{database}?host={self.socket_dir}&port={PORT}"

@@ -1,6 +1,6 @@
-"""MCPMark (github.com/eval-sys/mcpmark), its filesystem tasks, as an evaluation source, from a local
-data cache the user provides (episode.py). Its postgres tasks need a PostgreSQL server with MCPMark's
-databases restored and are not supported."""
+"""MCPMark (github.com/eval-sys/mcpmark) as an evaluation source: its filesystem tasks from a local
+data cache the user provides (episode.py, `kind: mcpmark`); its postgres tasks, each on a PostgreSQL
+server of its own, are the subpackage postgres/ (`kind: mcpmark_postgres`)."""
 
 from pathlib import Path
 

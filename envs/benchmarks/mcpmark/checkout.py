@@ -2,6 +2,7 @@
 
     co = MCPMarkCheckout("~/mcpmark", data_dir="~/mcpmark-data")
     co.tasks()          # [MCPMarkTask(suite, category, name)], the filesystem tasks whose data is cached
+    pg = MCPMarkCheckout("~/mcpmark", service="postgres")   # its postgres tasks (postgres/episode.py)
 
 MCPMark downloads each filesystem category's initial state (storage.mcpmark.ai/filesystem/<category>.zip)
 unless `$FILESYSTEM_TEST_ROOT/<category>/` already exists. ProgAgent never downloads: the user gives that
@@ -45,18 +46,22 @@ def parse_task_id(task_id: str) -> MCPMarkTask:
 
 
 class MCPMarkCheckout:
-    def __init__(self, path: str | Path, data_dir: str | Path):
+    """`service`: the task folder read (tasks/<service>/): "filesystem" (whose tasks need `data_dir`) or
+    "postgres" (whose category databases are the postgres adapter's business: postgres/episode.py)."""
+
+    def __init__(self, path: str | Path, data_dir: str | Path = "", service: str = "filesystem"):
         self.path = Path(path).expanduser().resolve()
-        self.data_dir = Path(data_dir).expanduser().resolve()
-        if not (self.path / "tasks" / "filesystem").is_dir():
-            raise MCPMarkError(f"{self.path}: not an MCPMark checkout (no tasks/filesystem/; "
+        self.service = service
+        self.data_dir = Path(data_dir).expanduser().resolve() if data_dir else Path()
+        if not (self.path / "tasks" / service).is_dir():
+            raise MCPMarkError(f"{self.path}: not an MCPMark checkout (no tasks/{service}/; "
                                "git clone https://github.com/eval-sys/mcpmark)")
-        if not self.data_dir.is_dir():
+        if service == "filesystem" and not (data_dir and self.data_dir.is_dir()):
             raise MCPMarkError(f"{self.data_dir}: the data cache does not exist (a folder of MCPMark's unzipped "
                                f"filesystem categories: {STATE_URL.format(category='<category>')})")
 
     def task_dir(self, task: MCPMarkTask) -> Path:
-        return self.path / "tasks" / "filesystem" / task.suite / task.category / task.name
+        return self.path / "tasks" / self.service / task.suite / task.category / task.name
 
     def data(self, task: MCPMarkTask) -> Path:
         folder = self.data_dir / task.category
@@ -70,18 +75,21 @@ class MCPMarkCheckout:
         d = self.task_dir(task)
         if not all(re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", p) for p in (task.category, task.name)) \
                 or not (d / "description.md").is_file() or not (d / "verify.py").is_file():
-            raise MCPMarkError(f"no MCPMark filesystem task {task_id!r} (tasks/filesystem/{task.suite}/"
+            raise MCPMarkError(f"no MCPMark {self.service} task {task_id!r} (tasks/{self.service}/{task.suite}/"
                                f"{task.category}/{task.name}/ with description.md and verify.py)")
         return task
 
     def tasks(self, names: list[str] | None = None, suite: str = "standard") -> list[MCPMarkTask]:
-        """The named tasks, or every task of `suite` whose category is in the data cache."""
+        """The named tasks, or every task of `suite` (for filesystem: whose category is in the data cache)."""
         if names:
             out = [self.task(n) for n in names]
-            for t in out:
-                self.data(t)
+            if self.service == "filesystem":
+                for t in out:
+                    self.data(t)
             return out
-        root = self.path / "tasks" / "filesystem" / suite
+        root = self.path / "tasks" / self.service / suite
         found = sorted(p.parent for p in root.glob("*/*/verify.py") if (p.parent / "description.md").is_file())
         tasks = [MCPMarkTask(suite, d.parent.name, d.name) for d in found if not d.parent.name.startswith((".", "_"))]
+        if self.service != "filesystem":
+            return tasks
         return [t for t in tasks if (self.data_dir / t.category).is_dir()]

@@ -1,0 +1,179 @@
+"""MCPMark's postgres tasks (envs/benchmarks/mcpmark/postgres/) on the miniature checkout
+(tests/fixtures/mcpmark_checkout: ours, in MCPMark's format): a real PostgreSQL per episode in the
+sandbox, postgres-mcp (in the Python 3.12 environment ProgAgent makes) answering through the runtime,
+verify.py deciding while the server is up, nothing left after close; and model SQL through
+postgres-mcp that tries to leave the episode."""
+
+import asyncio
+import shutil
+import subprocess
+import uuid
+from pathlib import Path
+
+import psutil
+import pytest
+
+from envs.benchmarks.environment import SetupError, benchmarks_root, ensure_environment
+from envs.benchmarks.mcpmark import postgres as mcpmark_postgres
+from envs.benchmarks.mcpmark.postgres.episode import NOTE, MCPMarkPostgresTaskEnv
+from envs.benchmarks.mcpmark.postgres.kind import MCPMarkPostgresArgs, MCPMarkPostgresRef
+from envs.benchmarks.postgres import EpisodePostgres, MasterCluster, pg_bin
+from envs.kinds import ListContext, kind_named
+from envs.runtime.episode import Runtime
+from schema.config import RuntimeConfig
+from schema.load import ConfigError
+from tests.conftest import ROOT
+from tests.test_postgres_episode import listening_tcp
+
+CHECKOUT = ROOT / "tests" / "fixtures" / "mcpmark_checkout"
+pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None or not Path("/usr/lib/postgresql").exists(),
+                                reason="needs bubblewrap and a PostgreSQL server (apt install postgresql)")
+
+SOLVE = ("tools['execute_sql'](sql='create table customer_totals(customer text primary key, total numeric); "
+         "insert into customer_totals select customer, sum(amount) from orders group by customer')\n"
+         "print(tools['execute_sql'](sql='select count(*) as n from customer_totals'))")
+WRONG = ("tools['execute_sql'](sql='create table customer_totals(customer text primary key, total numeric); "
+         "insert into customer_totals select customer, max(amount) from orders group by customer')")
+
+
+@pytest.fixture(scope="module")
+def python():
+    """postgres-mcp's environment (scripts/install.sh makes it; made here when it is not there)."""
+    try:
+        return ensure_environment(mcpmark_postgres.ENVIRONMENT, benchmarks_root())
+    except SetupError as exc:
+        pytest.skip(f"the mcpmark-postgres environment cannot be made here: {exc}")
+
+
+@pytest.fixture(scope="module")
+def backups(tmp_path_factory):
+    """`store.backup`: a real pg_dump archive of the `store` category's database."""
+    folder = tmp_path_factory.mktemp("backups")
+    with EpisodePostgres.start(MasterCluster.ensure(folder / "maker"), folder / "maker-run") as server:
+        server.create_database("store")
+        subprocess.run([str(pg_bin() / "psql"), "-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", server.dsn("store"), "-c",
+                        "create table products(name text primary key, stock int); "
+                        "insert into products values ('bolt', 1), ('nut', 7), ('screw', 2)"], check=True, timeout=60)
+        subprocess.run([str(pg_bin() / "pg_dump"), "-Fc", "-f", str(folder / "store.backup"), server.dsn("store")],
+                       check=True, timeout=120)
+    shutil.rmtree(folder / "maker", ignore_errors=True)
+    return folder
+
+
+def refs(python, tmp_path, **args):
+    said = []
+    got = kind_named("mcpmark_postgres").refs(
+        MCPMarkPostgresArgs(checkout=str(CHECKOUT), python=python, master_dir=str(tmp_path / "masters"), **args),
+        ListContext("pg", said.append))
+    return {r.task: r for r in got}, said
+
+
+def test_which_tasks_run_what_a_missing_backup_says_and_an_unreadable_one(python, backups, tmp_path):
+    got, said = refs(python, tmp_path)  # no backups folder: only the prepare_environment.py task
+    assert set(got) == {"shop__order_totals"} and got["shop__order_totals"].backup == ""
+    assert "1 of 2 standard tasks can run here" in said[0] and "storage.mcpmark.ai/postgres/store.backup" in said[0]
+    got, _ = refs(python, tmp_path, backups=str(backups))
+    assert set(got) == {"shop__order_totals", "store__restock"}
+    assert got["store__restock"].backup == str(backups / "store.backup") and got["store__restock"].task_id == \
+        "postgres/store__restock"
+    with pytest.raises(ConfigError, match=r"store__restock needs its category's database: put "
+                                          r"https://storage.mcpmark.ai/postgres/store.backup in the backups folder"):
+        refs(python, tmp_path, tasks=["store__restock"])
+    junk = tmp_path / "junk"
+    junk.mkdir()
+    (junk / "store.backup").write_bytes(b"PGDMP not really" * 10)
+    with pytest.raises(ConfigError, match=r"store.backup: PostgreSQL \d+'s pg_restore cannot read it"):
+        refs(python, tmp_path, backups=str(junk))
+
+
+async def _episode(env, runtime, program):
+    ep = await env.open(runtime)
+    live = env._open.get(ep.final_state())
+    server = live.server
+    r = await ep.run_program(program)
+    await ep.stop()
+    verdict = await asyncio.to_thread(env.judge, ep.final_state(), "")
+    pids, work = server.pids, live.work
+    await ep.close()
+    return r, verdict, server, pids, work
+
+
+async def test_a_prepared_task_passes_with_a_correct_program_and_fails_with_a_wrong_one(python, tmp_path):
+    ref = MCPMarkPostgresRef(str(CHECKOUT), "shop__order_totals", "", str(tmp_path / "masters"), python)
+    env = MCPMarkPostgresTaskEnv(ref)
+    assert env.instruction.endswith(NOTE) and env.instruction.startswith("The `orders` table")
+    async with Runtime(RuntimeConfig(warm_pool=0)) as runtime:
+        ep = await env.open(runtime)
+        live = env._open.get(ep.final_state())
+        tools = await ep.run_program("print(sorted(tools))")
+        assert "execute_sql" in tools.text and "list_schemas" in tools.text, tools.text
+        # no TCP socket in the server's namespace (and none in the sandbox of the model's server)
+        assert live.server.pids and all(listening_tcp(pid) == [] for pid in live.server.pids[1:])
+        await ep.close()
+        r, ok, server, pids, work = await _episode(env, runtime, SOLVE)
+        assert "'n': 3" in r.text, r.text
+        assert ok.reward == 1.0 and ok.criteria == {"mcpmark_verify": True}, ok
+        r, wrong, *_ = await _episode(env, runtime, WRONG)
+        assert wrong.reward == 0.0 and wrong.error is None, wrong
+    # the server, its processes and its files are gone after close
+    assert not server.socket_dir.exists() and not work.exists()
+    assert not [p for p in pids if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
+
+
+async def test_a_backed_up_category_is_restored_once_and_each_episode_gets_a_copy(python, backups, tmp_path):
+    ref = MCPMarkPostgresRef(str(CHECKOUT), "store__restock", str(backups / "store.backup"),
+                             str(tmp_path / "masters"), python)
+    env = MCPMarkPostgresTaskEnv(ref)
+    async with Runtime(RuntimeConfig(warm_pool=0)) as runtime:
+        _, ok, *_ = await _episode(env, runtime, "tools['execute_sql'](sql='update products set stock = 10 where stock < 3')")
+        # a second episode starts from the backup again, not from the first one's changes
+        r, fresh, *_ = await _episode(env, runtime, "print(tools['execute_sql'](sql='select sum(stock) as s from products'))")
+    assert ok.reward == 1.0, ok
+    assert "'s': 10" in r.text and fresh.reward == 0.0, r.text
+    assert MasterCluster(tmp_path / "masters" / "store").databases() == ["store"]
+
+
+async def test_model_sql_through_postgres_mcp_stays_inside_the_episode(python, tmp_path):
+    """COPY … PROGRAM, pg_read_file, large objects and a second database, sent by a program through
+    postgres-mcp: each runs, as the sandboxed server's user, and none reaches the host or the next episode."""
+    secret = tmp_path / "host-secret.txt"
+    secret.write_text("sk-host-secret")
+    marker = f"/tmp/pgmcp-escape-{uuid.uuid4().hex[:8]}"
+    ref = MCPMarkPostgresRef(str(CHECKOUT), "shop__order_totals", "", str(tmp_path / "masters"), python)
+    env = MCPMarkPostgresTaskEnv(ref)
+    attack = "\n".join([
+        "def q(sql):",
+        "    try:",
+        "        return str(tools['execute_sql'](sql=sql))",
+        "    except Exception as exc:",
+        "        return f'ERR {exc}'",
+        f"print('copy', q(\"copy (select 1) to program 'id -u > {marker}'\"))",
+        f"print('host', q(\"copy (select 1) to program 'echo x > {tmp_path}/from-sql'\"))",
+        f"print('prog', q(\"create table out(l text); copy out from program 'cat {marker}; ls /'; "
+        "select string_agg(l, ',') as l from out\"))",
+        f"print('read', q(\"select pg_read_file('{secret}') as s\"))",
+        f"print('lo', q(\"select lo_import('{secret}') as o\"))",
+        f"print('checkout', q(\"select pg_read_file('{CHECKOUT}/tasks/postgres/standard/shop/order_totals/verify.py', "
+        "0, 40) as s\"))",
+        # a second database: not in postgres-mcp's transaction, so through a program the server runs
+        "d = tools['execute_sql'](sql=\"select current_setting('unix_socket_directories') as d\")",
+        "d = str(d).split(\"'d': '\")[1].split(\"'\")[0]",
+        f"print('db', q(f\"copy (select 1) to program '{pg_bin()}/createdb -h {{d}} -U postgres second_db'\"))",
+        "print('dbs', q(\"select string_agg(datname, ',') as n from pg_database\"))",
+    ])
+    async with Runtime(RuntimeConfig(warm_pool=0)) as runtime:
+        r, verdict, *_ = await _episode(env, runtime, attack)
+        text = r.text
+        lines = {line.split(" ", 1)[0]: line for line in text.splitlines()}
+        # each ran, as the sandboxed server's user (uid 1000), and wrote where only the sandbox sees
+        assert "1000" in lines["prog"] and "usr" in lines["prog"] and not Path(marker).exists(), text
+        assert "failed" in lines["host"] and not (tmp_path / "from-sql").exists(), text
+        assert "sk-host-secret" not in text  # the host file is not in the sandbox: pg_read_file / lo_import fail
+        assert "No such file" in lines["read"] and "No such file" in lines["lo"], text
+        assert "No such file" in lines["checkout"], text  # verify.py's folder is not in the server's sandbox
+        assert "second_db" in lines["dbs"], text
+        # the next episode's server has neither the second database nor the attack's table
+        r2, _, *_ = await _episode(env, runtime, "print(tools['execute_sql'](sql=\"select datname from pg_database "
+                                   "where datname = 'second_db' union all select 'out' from pg_tables where tablename = 'out'\"))")
+        assert "second_db" not in r2.text and "'out'" not in r2.text, r2.text
+    assert verdict.error is None
