@@ -75,16 +75,19 @@ if [ "${PROGAGENT_VERIFIERS:-1}" != 0 ] && [[ ",$extras," == *",dev,"* ]]; then
   fi
 fi
 
-# MCPMark's postgres tasks: postgres-mcp needs Python >= 3.12, so it has an environment of its own, made
-# once under $PROGAGENT_HOME/benchmarks by ProgAgent's environment maker (its tests use it; a run would
-# make it on first use). Skipped, with the reason, when there is no Python 3.12 (pyenv) or no PostgreSQL.
+# MCPMark's postgres tasks (postgres-mcp) and MCP-Atlas (its offline servers and scorer) need Python >= 3.12,
+# so each has an environment of its own, made once under $PROGAGENT_HOME/benchmarks by ProgAgent's
+# environment maker (their tests use them; a run would make them on first use). Skipped, with the
+# reason, when there is no Python 3.12 (pyenv). PROGAGENT_BENCH_ENVS=0 skips both.
 if [[ ",$extras," == *",dev,"* ]] && [ "${PROGAGENT_BENCH_ENVS:-1}" != 0 ]; then
   $PY -c "from envs.benchmarks.environment import ensure_environment, benchmarks_root, SetupError
-from envs.benchmarks.mcpmark.postgres import ENVIRONMENT
-try:
-    ensure_environment(ENVIRONMENT, benchmarks_root(), say=lambda m: None)
-except SetupError as exc:
-    print('skipped the mcpmark-postgres environment:', str(exc)[:300])" || true
+from envs.benchmarks.mcpmark.postgres import ENVIRONMENT as PG
+from envs.benchmarks.atlas import ENVIRONMENT as ATLAS
+for spec in (PG, ATLAS):
+    try:
+        ensure_environment(spec, benchmarks_root(), say=lambda m: None)
+    except SetupError as exc:
+        print('skipped the', spec.name, 'environment:', str(exc)[:300])" || true
 fi
 
 # the npm filesystem MCP server used by tests (node_modules kept under .mcp-servers/)

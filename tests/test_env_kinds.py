@@ -246,7 +246,8 @@ def test_every_kind_of_the_checkout_keeps_its_ground_truth_out_of_reach():
     """The precondition of training on a benchmark (its containment: tests/test_attack_external_tasks.py,
     tests/test_attack_harbor.py): every shipped kind declares it, so that a new one must too."""
     shipped = {n: k for n, k in kinds().items() if type(k).__module__.startswith("envs.")}
-    assert set(shipped) == {"library", "harbor", "loca", "toolathlon", "mcpmark", "mcpmark_postgres"}
+    assert set(shipped) == {"library", "harbor", "loca", "toolathlon", "mcpmark", "mcpmark_postgres",
+                            "mcp_atlas"}
     assert all(k.ground_truth_hidden is True for k in shipped.values())
     assert {n for n, k in shipped.items() if k.has_oracle} == {"library"}
 

@@ -77,14 +77,17 @@ def interpreter(python: str) -> Interpreter:
                        base_prefix=str(Path(base).resolve()))
 
 
-def sandbox_options(interp: Interpreter, *, read_only: Sequence[Path], writable: Sequence[Path], cwd: Path,
-                    env: dict[str, str] | None = None) -> list[str]:
+def sandbox_options(interp: Interpreter, *, read_only: Sequence[Path], writable: Sequence[Path], cwd: Path | str,
+                    env: dict[str, str] | None = None, mounts: dict[str, Path] | None = None,
+                    network: bool = False) -> list[str]:
     """bubblewrap options for one benchmark process (module docstring). Every path is bound at its
-    own (real) path; `cwd` must be one of them or under one."""
+    own (real) path; `cwd` must be one of them or under one. `mounts`: writable folders bound at
+    another path (a benchmark whose server configs name a fixed one: MCP-Atlas's /data). `network`:
+    the host's network (only for a judge that calls the user's LLM endpoint; never a server the model drives)."""
     bwrap = shutil.which("bwrap")
     if bwrap is None:
         raise RuntimeError("bubblewrap (bwrap) is not installed: run scripts/install.sh")
-    argv = isolation_argv(network=False, bwrap=bwrap)
+    argv = isolation_argv(network=network, bwrap=bwrap)
     for name in ETC_FILES:
         if os.path.exists(f"/etc/{name}"):
             argv += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
@@ -100,8 +103,10 @@ def sandbox_options(interp: Interpreter, *, read_only: Sequence[Path], writable:
     for p in writable:
         real = Path(p).resolve()
         argv += ["--bind", str(real), str(real)]
+    for target, source in (mounts or {}).items():
+        argv += ["--bind", str(Path(source).resolve()), target]
     # the tmpfs root read-only: a write outside the bound folders and /tmp fails, as in the kernel's sandbox
-    argv += ["--chdir", str(Path(cwd).resolve()), "--remount-ro", "/"]
+    argv += ["--chdir", str(cwd if str(cwd) in (mounts or {}) else Path(cwd).resolve()), "--remount-ro", "/"]
     base = {
         "HOME": "/tmp",
         "PATH": f"{interp.bin_dir}:/usr/local/bin:/usr/bin:/bin",

@@ -1,0 +1,197 @@
+"""MCP-Atlas (envs/benchmarks/atlas/) on a miniature checkout in its format (tests/fixtures/atlas_checkout:
+ours): which tasks run offline and why the others do not, the per-episode /data copy behind real
+servers offered under Atlas's names with exactly the task's tools, and the claims judged through the
+scorer's interface against a recorded judge (an HTTP endpoint on loopback replaying chat completions
+in the OpenAI format: the boundary a test cannot reach is the judge's LLM)."""
+
+import asyncio
+import json
+import shutil
+import subprocess
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from envs.benchmarks import atlas
+from envs.benchmarks.atlas.checkout import AtlasCheckout, read_tasks
+from envs.benchmarks.atlas.episode import AtlasTaskEnv
+from envs.benchmarks.atlas.kind import AtlasArgs
+from envs.benchmarks.environment import SetupError, benchmarks_root, ensure_environment, node_dir_of
+from envs.kinds import ListContext, kind_named
+from envs.runtime.episode import Runtime
+from schema.config import RuntimeConfig
+from schema.load import ConfigError
+from tests.conftest import ROOT
+
+FIXTURE = ROOT / "tests" / "fixtures" / "atlas_checkout"
+pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None or shutil.which("git") is None,
+                                reason="needs bubblewrap and git")
+CLAIM_SUM = "total revenue"
+CLAIM_COMMIT = "latest commit message"
+
+
+@pytest.fixture(scope="module")
+def python():
+    """Atlas's environment (Python 3.12, its offline servers; scripts/install.sh makes it)."""
+    try:
+        return ensure_environment(atlas.ENVIRONMENT, benchmarks_root())
+    except SetupError as exc:
+        pytest.skip(f"the mcp-atlas environment cannot be made here: {exc}")
+
+
+@pytest.fixture
+def checkout(tmp_path):
+    """The fixture checkout with its state's repository made (git cannot hold one inside another)."""
+    co = shutil.copytree(FIXTURE, tmp_path / "atlas")
+    repo = co / "services" / "agent-environment" / "data" / "repos" / "demo-repo"
+    repo.mkdir()
+    env = {"GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "a@x", "GIT_COMMITTER_NAME": "a", "GIT_COMMITTER_EMAIL": "a@x",
+           "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+    (repo / "notes.md").write_text("sales notes\n")
+    for argv in (["init", "-q"], ["add", "."], ["commit", "-q", "-m", "Add the sales notes"]):
+        subprocess.run(["git", "-C", str(repo), *argv], check=True, env=env)
+    return co
+
+
+class RecordedJudge:
+    """Chat completions as an OpenAI-compatible judge returns them, by which claim the prompt holds."""
+
+    def __init__(self, outcomes: dict[str, str], status: int = 200):
+        self.outcomes, self.status, self.calls = outcomes, status, 0
+        judge = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):  # noqa: N802 - http.server's name
+                judge.calls += 1
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                prompt = body["messages"][0]["content"]
+                claim = next((c for c in judge.outcomes if c in prompt.split("MODEL RESPONSE")[0]), None)
+                if judge.status != 200 or claim is None:
+                    self.send_response(judge.status if judge.status != 200 else 400)
+                    self.end_headers()
+                    self.wfile.write(b'{"error": {"message": "upstream unavailable"}}')
+                    return
+                content = {"claim_text": claim, "coverage_outcome": judge.outcomes[claim],
+                           "justification": "recorded", "confidence_level": 0.9}
+                reply = {"id": "chatcmpl-rec", "object": "chat.completion", "created": 1760000000, "model": body["model"],
+                         "choices": [{"index": 0, "finish_reason": "stop",
+                                      "message": {"role": "assistant", "content": json.dumps(content)}}],
+                         "usage": {"prompt_tokens": 812, "completion_tokens": 64, "total_tokens": 876}}
+                data = json.dumps(reply).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *a):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def listed(python, checkout, **args):
+    said = []
+    refs = kind_named("mcp_atlas").refs(AtlasArgs(checkout=str(checkout), tasks_file=str(checkout / "tasks.csv"),
+                                                  judge_base_url="http://127.0.0.1:9", python=python,
+                                                  node_dir=node_dir_of(python), **args),
+                                        ListContext("atlas", said.append))
+    return {r.task_id: r for r in refs}, said
+
+
+def test_offline_tasks_run_and_the_others_are_counted_with_the_server_that_needs_a_key_or_network(python, checkout):
+    refs, said = listed(python, checkout)
+    assert sorted(refs) == ["fx0000000000000000000001", "fx0000000000000000000004"]
+    assert "2 of 4 tasks run offline here" in said[0]
+    assert "server 'weather': it needs a key (WEATHER_API_KEY) and the network (1)" in said[0]
+    assert "server 'mcp-code-executor': its package @geobio/code_execution_server@0.2.1 is no longer on npm (1)" in said[0]
+    t = refs["fx0000000000000000000001"].task
+    # the decoys that cannot run are left out of what the model is offered, and counted
+    assert "weather_get_current_weather" not in t.enabled and t.dropped == 2 and t.required == (
+        "calculator", "filesystem", "git")
+    with pytest.raises(ConfigError, match="fx0000000000000000000002 cannot run here: server 'weather': it needs a key"):
+        listed(python, checkout, tasks=["fx0000000000000000000002"])
+    # the same rows from a parquet (the Hugging Face file's format)
+    parquet = checkout / "tasks.parquet"
+    subprocess.run([python, "-c", "import pandas as pd, sys; pd.read_csv(sys.argv[1]).to_parquet(sys.argv[2])",
+                    str(checkout / "tasks.csv"), str(parquet)], check=True)
+    assert [r["TASK"] for r in read_tasks(python, parquet)] == [r["TASK"] for r in read_tasks(python, checkout / "tasks.csv")]
+    (checkout / "bad.csv").write_text("TASK,PROMPT\nx,y\n")
+    with pytest.raises(ConfigError, match="columns missing"):
+        kind_named("mcp_atlas").refs(AtlasArgs(checkout=str(checkout), tasks_file=str(checkout / "bad.csv"),
+                                               judge_base_url="http://127.0.0.1:9", python=python),
+                                     ListContext("atlas", lambda m: None))
+
+
+async def test_an_episode_offers_exactly_the_tasks_tools_on_a_copy_of_data_and_the_claims_decide(python, checkout):
+    refs, _ = listed(python, checkout)
+    judge = RecordedJudge({CLAIM_SUM: "fulfilled", CLAIM_COMMIT: "fulfilled"})
+    try:
+        ref = refs["fx0000000000000000000001"]
+        import msgspec
+
+        env = AtlasTaskEnv(msgspec.structs.replace(ref, judge_base_url=judge.url))
+        assert env.instruction.startswith("In my sales spreadsheet")
+        async with Runtime(RuntimeConfig(warm_pool=0)) as runtime:
+            ep = await env.open(runtime)
+            r = await ep.run_program(
+                "print(sorted(tools))\n"
+                "print(tools['filesystem_read_text_file'](path='/data/Regional Sales.csv'))\n"
+                "print(tools['git_git_log'](repo_path='/data/repos/demo-repo'))\n"
+                "print(tools['calculator_calculate'](expression='3*2.5+4*1.25+2*10'))\n"
+                "tools['filesystem_write_file'] if 'filesystem_write_file' in tools else print('no write tool')")
+            text = r.text
+            assert ("['calculator_calculate', 'filesystem_list_directory', 'filesystem_read_text_file', "
+                    "'git_git_log', 'git_git_show']") in text, text
+            assert "north,3,2.5" in text and "Add the sales notes" in text and "32.5" in text and "no write tool" in text
+            work = env._open.get(ep.final_state())
+            await ep.stop()
+            verdict = await asyncio.to_thread(env.judge, ep.final_state(), "The total revenue is 32.5; the latest commit "
+                                              "message is 'Add the sales notes'.")
+            await ep.close()
+        assert not work.exists()  # the episode's copy of /data is removed with it
+        assert verdict.reward == 1.0 and verdict.score == 1.0 and verdict.criteria == {"claim_1": True, "claim_2": True}
+        # 0.5 credit for a partly fulfilled claim; 0.75 passes, below does not
+        judge.outcomes = {CLAIM_SUM: "fulfilled", CLAIM_COMMIT: "partially_fulfilled"}
+        v = env.judge_shipped(b"", "The total is 32.5.")
+        assert (v.score, v.reward, v.metrics["atlas_claims_partial"]) == (0.75, 1.0, 1.0)
+        judge.outcomes = {CLAIM_SUM: "partially_fulfilled", CLAIM_COMMIT: "not_fulfilled"}
+        v = env.judge_shipped(b"", "Something.")
+        assert (v.score, v.reward, v.error) == (0.25, 0.0, None)
+        calls = judge.calls
+        v = env.judge_shipped(b"", "")  # an empty answer is 0 without asking the judge, as Atlas's scorer does
+        assert (v.score, v.error, judge.calls) == (0.0, None, calls)
+        # a judge that cannot answer is a verifier error of the fabric's, never a silent 0
+        judge.status = 503
+        v = env.judge_shipped(b"", "The total is 32.5.")
+        assert v.error and v.cause == "infra/judge_unreachable" and "503" in v.error, v
+    finally:
+        judge.close()
+
+
+async def test_a_planted_link_in_the_state_is_refused_and_servers_see_only_the_copy(python, checkout, tmp_path):
+    secret = tmp_path / "host-secret.txt"
+    secret.write_text("sk-host")
+    refs, _ = listed(python, checkout)
+    env = AtlasTaskEnv(refs["fx0000000000000000000001"])
+    data = checkout / "services" / "agent-environment" / "data"
+    async with Runtime(RuntimeConfig(warm_pool=0)) as runtime:
+        # a server asked for a host path outside /data finds nothing (its sandbox holds the copy only)
+        ep = await env.open(runtime)
+        r = await ep.run_program(
+            "for p in [" + repr(str(secret)) + ", " + repr(str(checkout / 'tasks.csv')) + ", '/data/../etc/shadow']:\n"
+            "    try:\n        print('read', tools['filesystem_read_text_file'](path=p))\n"
+            "    except Exception as exc:\n        print('refused', type(exc).__name__)\n")
+        await ep.close()
+        assert "sk-host" not in r.text and "GTFA" not in r.text and r.text.count("refused") == 3, r.text
+        (data / "link").symlink_to(secret)
+        with pytest.raises(ValueError, match="links outside it"):
+            await env.open(runtime)
+    assert AtlasCheckout(checkout).missing_repos() == []
