@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import asyncio
 import random
-import tempfile
 
 import ray
 
 from envs.kinds import load_env
+from envs.runtime import scratch
 from schema.records import EnvRef, Verdict
 
 
@@ -39,7 +39,7 @@ class Judge:
         """`inject_errors`: this share of verdicts fail as a crashed verifier's would (fabric.inject_judge_errors:
         fault-tolerance tests and benches), drawn from a generator seeded with `seed`."""
         self.timeout_s = timeout_s  # a library verifier's deadline (a Harbor task's is its own)
-        self.cache_root = tempfile.mkdtemp(prefix="progagent-judge-")
+        self.cache_root = str(scratch.make("progagent-judge-"))
         self.judged = 0
         self.inject_errors = inject_errors
         self.faults = random.Random(seed)

@@ -25,6 +25,9 @@ PROGRAM = """import os
 ws = os.getcwd()
 files = sorted(os.listdir(ws))
 print(len(files), 'files in the workspace:', files[:20])
+if 'read_graph' in tools:  # the memory server reads its graph (CanvasArrangeExam's memory.json)
+    graph = tools['read_graph']()
+    print('memory entities:', len(graph.get('entities', [])) if isinstance(graph, dict) else str(graph)[:200])
 print(tools['claim_done']())
 """
 

@@ -73,6 +73,8 @@ SOURCE_FLAGS = {"harbor": "paths", "loca": "checkout", "toolathlon": "checkout",
 def validate(st: SweepSettings) -> None:
     from rollout.harness import HARNESSES
 
+    if st.suite not in ("", "paper"):
+        raise ConfigError(f"sweep.suite: {st.suite!r} is not a suite (\"paper\", or \"\" for none)")
     bad = [h for h in st.harnesses if h not in HARNESSES]
     if bad or st.samples < 1 or not st.harnesses:
         raise ConfigError(f"sweep: unknown harnesses {bad} or no work (samples={st.samples})")
@@ -146,6 +148,11 @@ async def sweep(cfg: TrainConfig, st: SweepSettings, runners: dict[str, RolloutR
         "by_scale": scale_rows,
         "sources": {src.name: {"kind": src.kind.name, "scales": list(src.scale_weights), "tasks": src.task_ids,
                                "refs": [msgspec.to_builtins(r) for r in src.refs]} for src in sources}})
+    if st.suite == "paper":
+        from launch.paper_report import write_paper
+
+        paper = write_paper(out, records, sources, [f"# Main results `{out.name}`", "", header[2]])
+        console.print(f"paper table → {paper}")
     log = MetricsLog(out, out.name, msgspec.to_builtins(cfg) | {"sweep": msgspec.to_builtins(st)},
                      cfg.wandb.mode, cfg.wandb.project, cfg.wandb.entity)
     for i, scale in enumerate(scales):  # W&B x axis = scale index: each harness's curve over v0..v3 (, harbor)
@@ -179,6 +186,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="an MCPMark checkout: the source envs.mcpmark_postgres, its postgres tasks, each on a "
                    "PostgreSQL server of its own (envs.mcpmark_postgres.args.backups: a folder of the categories' "
                    ".backup files; without it the repository-only tasks)")
+    p.add_argument("--suite", default=None, choices=["paper"],
+                   help="paper: also the table in the shape of the paper's main results (paper.md: pass rate, "
+                   "context and tool-output tokens per benchmark and harness, PTC/DTC ratios; a benchmark not "
+                   "configured is a row saying how to add it)")
     p.add_argument("overrides", nargs="*", help="key.path=value (sweep.samples=8, sweep.harnesses=[ptc], ...)")
 
 
@@ -198,7 +209,8 @@ def flag_overrides(args: argparse.Namespace) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     extra = ([f"sweep.models={msgspec.json.encode(args.model).decode()}"] if args.model else []) + \
-        ([f"sweep.out_dir={args.out}"] if args.out else []) + flag_overrides(args)
+        ([f"sweep.out_dir={args.out}"] if args.out else []) + flag_overrides(args) + \
+        ([f"sweep.suite={args.suite}"] if getattr(args, "suite", None) else [])
     try:
         cfg, st = load_sections(args.config, [*args.overrides, *extra], "sweep", SweepSettings)
         validate(st)

@@ -457,6 +457,9 @@ class SweepSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     seed: int = 0  # base of the per-sample sampling seeds
     #: the sources of `envs:` a sweep runs, by name ([] = every source); each at its own scales
     envs: list[str] = []
+    #: "paper": also the cross-benchmark table in the paper's shape (launch/paper_report.py: paper.md),
+    #: every benchmark of the paper a row, configured or not
+    suite: str = ""
 
 
 class FilterSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):

@@ -90,8 +90,11 @@ for spec in (PG, ATLAS):
         print('skipped the', spec.name, 'environment:', str(exc)[:300])" || true
 fi
 
-# the npm filesystem MCP server used by tests (node_modules kept under .mcp-servers/)
-if [[ ",$extras," == *",dev,"* ]] && [ ! -x .mcp-servers/node_modules/.bin/mcp-server-filesystem ]; then
-  npm install --silent --no-audit --no-fund --prefix .mcp-servers @modelcontextprotocol/server-filesystem >/dev/null
+# the npm filesystem and memory MCP servers used by tests (node_modules kept under .mcp-servers/; the
+# memory server at LOCA's pin)
+if [[ ",$extras," == *",dev,"* ]] && { [ ! -x .mcp-servers/node_modules/.bin/mcp-server-filesystem ] || \
+    [ ! -x .mcp-servers/node_modules/.bin/mcp-server-memory ]; }; then
+  npm install --silent --no-audit --no-fund --prefix .mcp-servers @modelcontextprotocol/server-filesystem \
+    @modelcontextprotocol/server-memory@2026.8.31 >/dev/null
 fi
 echo "progagent installed in .venv ($($PY -c 'import torch; print("torch", torch.__version__)'))"

@@ -180,7 +180,24 @@ async def test_interrupted_sweep_resumes_and_writes_tables_and_plots(runner, tin
         assert (out / f"{png}.png").stat().st_size > 5_000
     # the command line on a finished sweep: everything from the cache, no fabric started
     argv = ["eval", "--config", str(ROOT / "configs" / "local.yaml"), "--model", tiny, "--out", str(out),
+            "--suite", "paper",
             *fabric_overrides, f"tasks.tasks=[mid_task, {SHIPPED}]", "sweep.samples=2", "tasks.scales={v0: 1.0, v1: 1.0}"]
     assert await asyncio.to_thread(main, argv) == 0
     summary = json.loads((out / "summary.json").read_text())
     assert summary["stats"] == {"jobs": total, "cached": total, "run": 0, "failed": []}
+    # the paper's table (--suite paper): the library a benchmark column, the four benchmarks rows saying
+    # how to add them; PTC passes 3 of 8 library rollouts (mid_task: 2/2 at v0, 1/2 at v1), DTC none
+    paper = json.loads((out / "paper.json").read_text())
+    rows = {r["harness"]: r for r in paper["rows"]}
+    assert {r["benchmark"] for r in paper["rows"]} == {"Library"} and rows["ptc"]["pass_rate"] == 0.375
+    assert rows["dtc"]["pass_rate"] == 0.0 and rows["ptc"]["rollouts"] == 8 and rows["ptc"]["tasks"] == 4
+    status = {b["benchmark"]: b for b in paper["benchmarks"]}
+    assert status["Library"]["status"] == "configured" and "tasks (2 tasks)" in status["Library"]["sources"]
+    assert all(status[b]["status"] == "not configured" for b in ("LOCA-bench", "MCPMark", "MCP-Atlas", "Toolathlon"))
+    assert "--loca CHECKOUT" in status["LOCA-bench"]["sources"]
+    ratio = next(r for r in paper["ratios"] if r["benchmark"] == "Library")
+    assert ratio["pass_rate_ratio"] is None  # DTC passes none: no ratio, not an infinity
+    assert ratio["context_tokens_ratio"] == rows["ptc"]["context_tokens"] / rows["dtc"]["context_tokens"]
+    md = (out / "paper.md").read_text()
+    assert "| model | harness | Library |" in md and "| MCP-Atlas | not configured |" in md and "## PTC / DTC" in md
+    assert (out / "paper.png").stat().st_size > 5_000

@@ -52,6 +52,33 @@ def test_checkout_lists_local_only_tasks_and_says_why_others_are_not(tmp_path):
         ToolathlonCheckout(bare)
 
 
+def test_a_task_whose_files_the_checkout_lacks_is_left_out_or_refused_naming_them(tmp_path):
+    """A git work tree without some tracked files (a partial copy: Toolathlon's large PDFs and archives),
+    or with Git LFS pointers in their place: the task is left out, said with the files, or refused when named."""
+    import subprocess
+
+    co_dir = shutil.copytree(CHECKOUT, tmp_path / "tl")
+    env = {"GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "a@x", "GIT_COMMITTER_NAME": "a", "GIT_COMMITTER_EMAIL": "a@x",
+           "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+    for argv in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "x"]):
+        subprocess.run(["git", "-C", str(co_dir), *argv], check=True, env=env)
+    co = ToolathlonCheckout(co_dir)
+    assert [t.name for t in co.tasks()] == ["csv-totals"]  # a whole checkout: nothing left out
+    ws = co_dir / "tasks" / "finalpool" / "csv-totals" / "initial_workspace"
+    victim = sorted(p for p in ws.rglob("*") if p.is_file())[0]
+    victim.unlink()
+    said: list[str] = []
+    assert co.tasks(say=said.append) == []
+    rel = str(victim.relative_to(co_dir))
+    assert said == [f"Toolathlon task csv-totals left out: 1 of its files are missing from the checkout ({rel}; "
+                    "a full clone has them)"]
+    with pytest.raises(ToolathlonError, match=f"files missing from the checkout .*csv-totals: {rel}"):
+        co.tasks(["csv-totals"])
+    victim.write_bytes(b"version https://git-lfs.github.com/spec/v1\noid sha256:00\nsize 4194304\n")
+    with pytest.raises(ToolathlonError, match=f"csv-totals: {rel}"):
+        co.tasks(["csv-totals"])
+
+
 SOLVE = """
 import csv, glob
 total = sum(int(r["amount"]) for f in sorted(glob.glob("sales/*.csv")) for r in csv.DictReader(open(f)))

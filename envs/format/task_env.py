@@ -50,6 +50,7 @@ from typing import TYPE_CHECKING, Any
 from envs.episode_env import MAX_STATE_BYTES, EnvLimits, OneStep, restore, snapshot
 from envs.format.kind import TaskRef
 from envs.format.library import Task, copy_environment
+from envs.runtime import scratch
 from envs.runtime.sandbox import TASK_CODE, isolation_argv, launch_argv, python_binds, setenv_argv
 from schema.records import Verdict
 
@@ -74,7 +75,7 @@ class EnvironmentCache:
     """Built environments by (task, scale, seed, code fingerprint); safe across threads."""
 
     def __init__(self, root: str | Path | None = None):
-        self._tmp = None if root else tempfile.mkdtemp(prefix="progagent-envs-")
+        self._tmp = None if root else str(scratch.make("progagent-envs-"))
         self.root = Path(root or self._tmp)
         self._locks: dict[str, threading.Lock] = {}
         self._guard = threading.Lock()

@@ -31,7 +31,6 @@ import contextlib
 import functools
 import logging
 import os
-import tempfile
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
@@ -40,7 +39,7 @@ from typing import Any
 
 import msgspec
 
-from envs.runtime import untrusted_fs
+from envs.runtime import scratch, untrusted_fs
 from envs.runtime.bridge import ToolBridge
 from envs.runtime.kernel import SandboxedKernel
 from envs.runtime.limits import LimitBackend
@@ -346,7 +345,7 @@ class Runtime:
 
     def __init__(self, config: RuntimeConfig | None = None, root: str | Path | None = None):
         self.config = config or RuntimeConfig()
-        self._tmp = None if root else tempfile.mkdtemp(prefix="progagent-rt-")
+        self._tmp = None if root else str(scratch.make("progagent-rt-"))
         self.root = Path(root or self._tmp)
         self.root.mkdir(parents=True, exist_ok=True)
         self.limits = LimitBackend(self.config.memory_bytes, self.config.max_processes, self.config.limits,

@@ -22,13 +22,12 @@ and everything it starts, and cannot be removed from inside.
 
 from __future__ import annotations
 
-import atexit
 import errno
 import os
-import shutil
-import tempfile
 import threading
 from pathlib import Path
+
+from envs.runtime import scratch
 
 #: system call -> the errno it fails with inside every sandbox (module docstring)
 DENIED = {
@@ -68,8 +67,7 @@ def _build() -> Path:
             f.add_rule(sc.ERRNO(code), name)
         except (RuntimeError, ValueError, OSError):  # a call this architecture does not have (inotify_init on arm64)
             continue
-    folder = Path(tempfile.mkdtemp(prefix="progagent-seccomp-"))  # 0700, under the host's /tmp: no sandbox sees it
-    atexit.register(shutil.rmtree, folder, True)
+    folder = scratch.make("progagent-seccomp-")  # 0700, under the host's /tmp: no sandbox sees it
     path = folder / f"filter-{os.getpid()}.bpf"
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
     with os.fdopen(fd, "wb") as out:

@@ -51,6 +51,7 @@ from typing import Any
 from envs.benchmarks.commands import server_command
 from envs.benchmarks.loca.checkout import LocaCheckout, LocaError
 from envs.benchmarks.loca.kind import LocaRef
+from envs.benchmarks.loca.memory_file import as_json_lines
 from envs.benchmarks.process import JsonLineProcess, ProcessFailed
 from envs.benchmarks.sandbox import interpreter, sandbox_options, sandboxed
 from envs.episode_env import EnvLimits, LiveStates, OneStep
@@ -171,6 +172,9 @@ class LocaState:
             command = server_command(name, cfg, self.interp.python, self.ref.node_dir)
             cwd = Path(cfg.get("cwd") or self.agent_workspace)
             env = {str(k): str(v) for k, v in (cfg.get("env") or {}).items()}
+            memory = Path(env.get("MEMORY_FILE_PATH", "/"))
+            if memory.is_relative_to(self.task_dir):  # LOCA's pretty-printed graph, as the server reads it
+                as_json_lines(self.task_dir, str(memory.relative_to(self.task_dir)))
             read_only, writable = self.server_folders(name, command, env, cwd)
             options = sandbox_options(self.interp, read_only=[*read_only, *self._node()], writable=writable, cwd=cwd,
                                       env=env)

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -83,16 +85,52 @@ class ToolathlonCheckout:
                      if t not in PROVIDED_TOOLS | RUNTIME_TOOLS]
         return problems
 
-    def tasks(self, names: list[str] | None = None) -> list[ToolathlonTask]:
-        """The named tasks (each must be local-only), or every local-only task."""
+    def missing_files(self, task: ToolathlonTask) -> list[str]:
+        """The task's files that git tracks but the work tree lacks (a partial or shallow copy: some of
+        Toolathlon's tasks hold PDFs and archives of several MiB), or that are still Git LFS pointers.
+        [] for a checkout that is not a git work tree (nothing to compare with)."""
+        rel = f"tasks/finalpool/{task.name}"
+        if not (self.path / ".git").exists():
+            return []
+        try:
+            out = subprocess.run(["git", "-C", str(self.path), "ls-files", "--deleted", "-z", "--", rel],
+                                 capture_output=True, timeout=60, env={"PATH": "/usr/bin:/bin"})
+        except (OSError, subprocess.TimeoutExpired):
+            return []
+        missing = [p.decode("utf-8", "replace") for p in out.stdout.split(b"\0") if p] if out.returncode == 0 else []
+        for f in sorted((self.path / rel).rglob("*")):
+            try:
+                if f.is_file() and not f.is_symlink() and f.stat().st_size < 1024 and \
+                        f.read_bytes().startswith(b"version https://git-lfs.github.com/spec/"):
+                    missing.append(str(f.relative_to(self.path)))
+            except OSError:
+                continue
+        return missing
+
+    def tasks(self, names: list[str] | None = None, say: Callable[[str], None] | None = None) -> list[ToolathlonTask]:
+        """The named tasks (each must be local-only, with all its files), or every such task; the
+        local-only ones left out for missing files are told to `say`, with the files."""
         if names:
             out = [self.task(n) for n in names]
             bad = {t.name: p for t in out if (p := self.local_problems(t))}
             if bad:
                 raise ToolathlonError("not local-only: " + "; ".join(f"{n} ({', '.join(p)})" for n, p in bad.items()))
+            gone = {t.name: m for t in out if (m := self.missing_files(t))}
+            if gone:
+                raise ToolathlonError("files missing from the checkout (a full clone has them): " + "; ".join(
+                    f"{n}: {', '.join(m[:4])}{' …' if len(m) > 4 else ''}" for n, m in gone.items()))
             return out
         found = sorted(p.parent.name for p in (self.path / "tasks" / "finalpool").glob("*/task_config.json"))
-        return [t for t in map(self.task, found) if not self.local_problems(t)]
+        local = [t for t in map(self.task, found) if not self.local_problems(t)]
+        whole = []
+        for t in local:
+            missing = self.missing_files(t)
+            if missing and say is not None:
+                say(f"Toolathlon task {t.name} left out: {len(missing)} of its files are missing from the checkout "
+                    f"({', '.join(missing[:3])}{' …' if len(missing) > 3 else ''}; a full clone has them)")
+            if not missing:
+                whole.append(t)
+        return whole
 
     def server_configs(self, task: ToolathlonTask, workspace: Path) -> dict[str, dict[str, Any]]:
         """The task's servers from configs/mcp_servers/*.yaml (keyed by their `name:`), `${agent_workspace}`,

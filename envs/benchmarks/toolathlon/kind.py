@@ -64,7 +64,7 @@ class ToolathlonKind:
         where = f"envs.{ctx.source}.args"
         try:
             co = ToolathlonCheckout(args.checkout)
-            tasks = [t.name for t in co.tasks(args.tasks or None)]
+            tasks = [t.name for t in co.tasks(args.tasks or None, say=ctx.say)]
         except ToolathlonError as exc:
             raise ConfigError(f"{where}: {exc}") from None
         if not tasks:
