@@ -152,6 +152,7 @@ def plot(rows: list[dict[str, Any]], path: Path) -> Path | None:
             ax.bar([x + i * width for x in range(len(benches))], ys, width, label=f"{Path(model).name} {harness}")
         ax.set_xticks([x + width * (len(series) - 1) / 2 for x in range(len(benches))], benches, rotation=20)
         ax.set_ylabel(label)
+    axes[0].set_ylim(0, 1)
     axes[0].legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
