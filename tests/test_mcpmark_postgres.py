@@ -163,13 +163,16 @@ async def test_a_backed_up_category_is_restored_once_and_each_episode_gets_a_cop
     assert MasterCluster(tmp_path / "masters" / "store").databases() == ["store"]
 
 
-async def test_model_sql_through_postgres_mcp_stays_inside_the_episode(python, tmp_path):
+@pytest.mark.parametrize("installation", ["system", "embedded"])
+async def test_model_sql_through_postgres_mcp_stays_inside_the_episode(python, tmp_path, installation):
     """COPY … PROGRAM, pg_read_file, large objects and a second database, sent by a program through
     postgres-mcp: each runs, as the sandboxed server's user, and none reaches the host or the next episode."""
     secret = tmp_path / "host-secret.txt"
     secret.write_text("sk-host-secret")
     marker = f"/tmp/pgmcp-escape-{uuid.uuid4().hex[:8]}"
-    ref = MCPMarkPostgresRef(str(CHECKOUT), "shop__order_totals", "", str(tmp_path / "masters"), python)
+    pg = mcpmark_postgres.embedded_bin(python) if installation == "embedded" else pg_bin()
+    ref = MCPMarkPostgresRef(str(CHECKOUT), "shop__order_totals", "", str(tmp_path / "masters"), python,
+                             str(pg) if installation == "embedded" else "")
     env = MCPMarkPostgresTaskEnv(ref)
     attack = "\n".join([
         "def q(sql):",
@@ -188,7 +191,7 @@ async def test_model_sql_through_postgres_mcp_stays_inside_the_episode(python, t
         # a second database: not in postgres-mcp's transaction, so through a program the server runs
         "d = tools['execute_sql'](sql=\"select current_setting('unix_socket_directories') as d\")",
         "d = str(d).split(\"'d': '\")[1].split(\"'\")[0]",
-        f"print('db', q(f\"copy (select 1) to program '{pg_bin()}/createdb -h {{d}} -U postgres second_db'\"))",
+        f"print('db', q(f\"copy (select 1) to program '{pg}/createdb -h {{d}} -U postgres second_db'\"))",
         "print('dbs', q(\"select string_agg(datname, ',') as n from pg_database\"))",
     ])
     async with Runtime(RuntimeConfig(warm_pool=0)) as runtime:
