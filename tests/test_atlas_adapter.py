@@ -6,6 +6,7 @@ in the OpenAI format: the boundary a test cannot reach is the judge's LLM)."""
 
 import asyncio
 import json
+import os
 import shutil
 import subprocess
 import threading
@@ -108,8 +109,8 @@ def listed(python, checkout, **args):
 
 def test_offline_tasks_run_and_the_others_are_counted_with_the_server_that_needs_a_key_or_network(python, checkout):
     refs, said = listed(python, checkout)
-    assert sorted(refs) == ["fx0000000000000000000001", "fx0000000000000000000004"]
-    assert "2 of 4 tasks run offline here" in said[0]
+    assert sorted(refs) == ["fx0000000000000000000001", "fx0000000000000000000004", "fx0000000000000000000005"]
+    assert "3 of 5 tasks run offline here" in said[0]
     assert "server 'weather': it needs a key (WEATHER_API_KEY) and the network (1)" in said[0]
     assert "server 'mcp-code-executor': its package @geobio/code_execution_server@0.2.1 is no longer on npm (1)" in said[0]
     t = refs["fx0000000000000000000001"].task
@@ -195,3 +196,35 @@ async def test_a_planted_link_in_the_state_is_refused_and_servers_see_only_the_c
         with pytest.raises(ValueError, match="links outside it"):
             await env.open(runtime)
     assert AtlasCheckout(checkout).missing_repos() == []
+
+
+async def test_a_shell_through_desktop_commander_stays_in_its_sandbox(python, checkout, tmp_path):
+    """desktop-commander runs what the model asks in a shell: the host's files, the checkout (the claims)
+    and the network stay out of reach; only /data (the episode's copy) is writable."""
+    import socket
+
+    secret = tmp_path / "host-secret.txt"
+    secret.write_text("sk-host")
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    listener.settimeout(0.5)
+    port = listener.getsockname()[1]
+    refs, _ = listed(python, checkout)
+    env = AtlasTaskEnv(refs["fx0000000000000000000005"])
+    shell = (f"cat {secret}; cat {checkout}/tasks.csv | head -c 80; echo x > {tmp_path}/escape; echo ok > /data/ok.txt; "
+             f"python3 -c \"import socket; socket.create_connection(('127.0.0.1', {port}), 2)\" && echo CONNECTED; "
+             "wc -l '/data/Regional Sales.csv'; ls /")
+    async with Runtime(RuntimeConfig(warm_pool=0)) as runtime:
+        ep = await env.open(runtime)
+        copy = ep.final_state().workspace
+        r = await ep.run_program(f"print(tools['desktop-commander_start_process'](command={shell!r}, timeout_ms=20000))")
+        wrote = os.path.exists(os.path.join(copy, "ok.txt"))
+        await ep.close()
+    text = r.text
+    assert "4 /data/Regional Sales.csv" in text, text  # it ran, on the copy
+    assert "sk-host" not in text and "GTFA" not in text and "CONNECTED" not in text, text
+    assert not (tmp_path / "escape").exists() and wrote
+    with pytest.raises(OSError):
+        listener.accept()  # no connection reached the host
+    listener.close()
