@@ -12,7 +12,8 @@
 # - last, the verifiers taskset's tests in .venv-verifiers (verifiers pins mcp==2.0.0: scripts/install.sh).
 # All parts run; the exit status is the first failing part's; beside's and the type check's output
 # follow serial's.
-# Measured on 2 cores: about 15:00 on 2026-12-05 with the learning-signal and postgres tests (serial 10:28,
+# Measured on 2 cores: 15:21 on 2026-12-05 with the MCPMark-postgres, MCP-Atlas and paper-table tests (serial 10:36,
+# beside 5:33, parallel 4:01, verifiers 0:08); about 15:00 earlier that day with the learning-signal and postgres tests (serial 10:28,
 # beside 5:29, parallel 2:40, verifiers 0:07); 13:06 before them, with the
 # verl tests and the verifiers environment (serial 10:00,
 # beside 5:32, parallel 2:47, verifiers 0:07); with the SmolLM2 test in beside, the Ray tests slowed to
