@@ -29,8 +29,20 @@ async def test_vllm_and_transformers_give_the_same_trajectory_structure(tiny_pat
     task = get_task(TASK)
     vgen = VLLMGenerator(tiny_path, max_model_len=8192, gpu_memory_utilization=0.3)
     hgen = HFGenerator(tiny_path)
+    import glob
+    import os
+    import re
+    import tempfile
+
+    def loose_sockets() -> set[str]:  # vLLM's ZMQ sockets named by a uuid, straight under /tmp
+        return {p for p in glob.glob(f"{tempfile.gettempdir()}/*-*-*-*-*") if re.search(r"/[0-9a-f-]{36}$", p)}
+
+    before = loose_sockets()
     try:
         await vgen.start()
+        # its sockets go into a scratch folder of this process, reclaimed once it is gone, never /tmp itself
+        assert os.environ["VLLM_RPC_BASE_PATH"].startswith(f"{tempfile.gettempdir()}/progagent-vllm-")
+        assert loose_sockets() <= before
         structures = {}
         for name, gen in (("vllm", vgen), ("transformers", hgen)):
             harness = Harness("ptc")

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from envs.runtime import scratch
 from rollout.generators.base import GeneratorError
 from schema.records import Generation, Prompt, SamplingParams
 
@@ -135,6 +136,11 @@ class VLLMGenerator:
     async def start(self) -> VLLMGenerator:
         async with self._start_lock:
             if self.engine is None:
+                # vLLM's engine talks to its core over ZMQ sockets it names <VLLM_RPC_BASE_PATH>/<uuid>,
+                # /tmp by default, and never removes them when its process is killed (each test run left
+                # seven in /tmp): ours go into a scratch folder the next process reclaims (a value the
+                # user set is kept)
+                os.environ.setdefault("VLLM_RPC_BASE_PATH", str(scratch.make("progagent-vllm-")))
                 from vllm.engine.arg_utils import AsyncEngineArgs
                 from vllm.v1.engine.async_llm import AsyncLLM
 
