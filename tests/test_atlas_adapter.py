@@ -195,6 +195,12 @@ async def test_a_planted_link_in_the_state_is_refused_and_servers_see_only_the_c
         (data / "link").symlink_to(secret)
         with pytest.raises(ValueError, match="links outside it"):
             await env.open(runtime)
+        (data / "link").unlink()
+    # a state as large as the disk limit is the setup's fault, said with the setting, not the model's disk_limit
+    async with Runtime(RuntimeConfig(warm_pool=0, disk_bytes=2**16)) as runtime:
+        with pytest.raises(ValueError, match="MCP-Atlas's /data state takes .* as much as the episode's disk limit .* raise runtime.disk_bytes"):
+            await env.open(runtime)
+        assert not list((runtime.root / "envs").glob("atlas-*"))  # nothing left of the refused episode
     assert AtlasCheckout(checkout).missing_repos() == []
 
 

@@ -161,6 +161,11 @@ async def test_a_backed_up_category_is_restored_once_and_each_episode_gets_a_cop
     assert ok.reward == 1.0, ok
     assert "'s': 10" in r.text and fresh.reward == 0.0, r.text
     assert MasterCluster(tmp_path / "masters" / "store").databases() == ["store"]
+    # a database larger than the episode's disk limit is the setup's fault, said with the setting
+    async with Runtime(RuntimeConfig(warm_pool=0, disk_bytes=2**20)) as runtime:
+        with pytest.raises(ValueError, match="database server .* as much as the episode's disk limit .* runtime.disk_bytes"):
+            await env.open(runtime)
+        assert not list((runtime.root / "envs").glob("mcpmark-pg-*"))
 
 
 @pytest.mark.parametrize("installation", ["system", "embedded"])
