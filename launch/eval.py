@@ -35,7 +35,10 @@ holds the state; Toolathlon's local-only tasks at `toolathlon`, MCPMark's filesy
 local cache of its data, `envs.mcpmark.args.data_dir`: nothing is downloaded) and its postgres
 tasks (`envs.mcpmark_postgres.args.backups`: the categories' backups) at `mcpmark`. The plots'
 x axis is the library's scales when a library source runs, else the other sources' scales (LOCA's
-presets: the paper's Figure 3, pass rate and context tokens against environment-state size).
+presets: the paper's Figure 3, pass rate and context tokens against environment-state size). MCP-Atlas
+(`kind: mcp_atlas`) is a source of the config only: it needs a task file and a judge endpoint.
+`--suite paper` (sweep.suite) also writes the paper's main-results table over every benchmark
+(launch/paper_report.py).
 """
 
 from __future__ import annotations

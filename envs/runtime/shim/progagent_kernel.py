@@ -11,21 +11,33 @@ where Linux groups scheduling by session (autogroups) a new session is a new gro
 CPU with every other group as an equal, whatever its processes' nice value: the kernels of a
 launcher run under `nice` would get as much CPU as everything else on the machine together. The
 kernel gives its group the nice value it inherited (raising a priority number needs no privilege).
-Standard library only.
+Linux lets an unprivileged process change an autogroup's nice value once per 100 ms machine-wide
+(EAGAIN otherwise): kernels that start together retry within AUTOGROUP_RETRY_S (a test starting many
+at once found some at full share). Standard library only.
 """
 
+import errno
 import os
 import sys
+import time
 from pathlib import Path
+
+AUTOGROUP_RETRY_S = 3.0
 
 
 def keep_inherited_priority() -> None:
     nice = os.nice(0)
-    if nice > 0:
+    if nice <= 0:
+        return
+    deadline = time.monotonic() + AUTOGROUP_RETRY_S
+    while True:
         try:
             Path("/proc/self/autogroup").write_text(str(nice))
-        except OSError:  # no autogroups (kernel option, sysctl off) or no /proc: nothing to keep
-            pass
+            return
+        except OSError as exc:  # no autogroups (kernel option, sysctl off) or no /proc: nothing to keep
+            if exc.errno != errno.EAGAIN or time.monotonic() > deadline:
+                return
+            time.sleep(0.03)
 
 
 if __name__ == "__main__":
