@@ -25,7 +25,6 @@ import asyncio
 import json
 import os
 import shutil
-import subprocess
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -33,6 +32,7 @@ from typing import Any
 from envs.benchmarks.atlas.checkout import AtlasCheckout, split_tool
 from envs.benchmarks.atlas.kind import AtlasRef
 from envs.benchmarks.commands import server_command
+from envs.benchmarks.process import run_once
 from envs.benchmarks.sandbox import interpreter, sandbox_options, sandboxed
 from envs.episode_env import EnvLimits, LiveStates, OneStep, check_state_fits
 from envs.runtime import untrusted_fs
@@ -49,6 +49,8 @@ MAX_STATE_ENTRIES = 1_000_000
 #: what desktop-commander reads at start (Atlas sets allowedDirectories through its set_config_value tool)
 DESKTOP_COMMANDER_CONFIG = {"allowedDirectories": [DATA], "telemetryEnabled": False, "defaultShell": "/bin/sh"}
 SCORER = Path(__file__).with_name("score.py")
+#: the most the scorer's result (per-claim outcomes and justifications) may hold
+MAX_RESULT_BYTES = 4 * 2**20
 
 
 class AtlasTaskEnv(OneStep):
@@ -119,25 +121,30 @@ class AtlasTaskEnv(OneStep):
         request = {"checkout": str(self.checkout.path), "claims": self.task.claims, "response": answer,
                    "base_url": self.ref.judge_base_url, "model": self.ref.judge_model, "api_key": key,
                    "attempts": self.ref.judge_attempts, "backoff_max_s": 5.0}
-        scratch = Path(tempfile.mkdtemp(prefix="atlas-judge-"))
+        host = Path(tempfile.mkdtemp(prefix="atlas-judge-"))
+        scratch = host / "io"  # the scorer's only writable folder; its launch options stay outside it
         try:
-            # the judge reaches the user's endpoint: the host's network, nothing of the episode's state
+            scratch.mkdir()
+            (scratch / "request.json").write_text(json.dumps(request))
+            # the judge reaches the user's endpoint: the host's network, nothing of the episode's state;
+            # its output goes to a log and its result to a file, each read back bounded, without following links
             options = sandbox_options(self.interp, read_only=[self.checkout.path / "services" / "scoring", SCORER],
                                       writable=[scratch], cwd=scratch, network=True)
-            argv = sandboxed(options, [self.interp.python, str(SCORER)], scratch)
-            try:
-                out = subprocess.run(argv, input=json.dumps(request), capture_output=True, text=True,
-                                     timeout=self.judge_timeout_s, env=BWRAP_ENV, start_new_session=True)
-            except subprocess.TimeoutExpired:
+            argv = sandboxed(options, [self.interp.python, str(SCORER), str(scratch / "request.json"),
+                                       str(scratch / "result.json")], host / "launch")
+            run = run_once(argv, timeout_s=self.judge_timeout_s, log_file=scratch / "scorer.log", name="atlas-judge")
+            if run.timed_out:
                 return Verdict.failed(f"MCP-Atlas's claims judge did not finish within {self.judge_timeout_s:.0f} s",
                                       "infra/judge_timeout")
+            try:
+                result = json.loads(untrusted_fs.read_file(scratch, "result.json", max_bytes=MAX_RESULT_BYTES))
+            except (OSError, ValueError, untrusted_fs.PathRefused) as exc:
+                return Verdict.failed(f"MCP-Atlas's scorer gave no result (exit {run.exit_code}; {exc}): "
+                                      f"{run.output_tail[-1500:]}", "infra/judge_error")
         finally:
-            shutil.rmtree(scratch, ignore_errors=True)
-        lines = [line for line in out.stdout.splitlines() if line.startswith("RESULT ")]
-        if out.returncode != 0 or not lines:
-            return Verdict.failed(f"MCP-Atlas's scorer failed (exit {out.returncode}): {out.stderr.strip()[-1500:]}",
-                                  "infra/judge_error")
-        result = json.loads(lines[-1].removeprefix("RESULT "))
+            shutil.rmtree(host, ignore_errors=True)
+        if not isinstance(result, dict):
+            return Verdict.failed(f"MCP-Atlas's scorer wrote {type(result).__name__}, not an object", "infra/judge_error")
         if "error" in result:
             return Verdict.failed(f"MCP-Atlas's claims judge could not answer ({self.ref.judge_base_url}): "
                                   f"{result['error']}", "infra/judge_unreachable")

@@ -1,7 +1,8 @@
 """Scores one final answer against a task's claims with MCP-Atlas's own scorer, in Atlas's environment.
 
-    python score.py < {"checkout", "claims", "response", "base_url", "model", "api_key", "attempts", "backoff_max_s"}
-    -> the last stdout line: RESULT {"per_claim": [...], "coverage_score": x, ...} or RESULT {"error": "..."}
+    python score.py REQUEST RESULT
+    REQUEST: {"checkout", "claims", "response", "base_url", "model", "api_key", "attempts", "backoff_max_s"}
+    RESULT (written): {"per_claim": [...], "coverage_score": x, ...} or {"error": "..."}
 
 Run by envs/benchmarks/atlas/episode.py (not imported: it imports the user's checkout). Everything
 that decides is Atlas's (services/scoring/score_claims.py): the claims parsed by its `extract_claims`,
@@ -18,7 +19,8 @@ import sys
 
 
 def main() -> None:
-    req = json.load(sys.stdin)
+    with open(sys.argv[1]) as f:
+        req = json.load(f)
     sys.path.insert(0, f"{req['checkout']}/services/scoring")
     import score_claims as sc  # the user's checkout
     from tenacity import stop_after_attempt, wait_random_exponential
@@ -43,7 +45,8 @@ def main() -> None:
             return {"error": f"{type(exc).__name__}: {exc}"[:2000], "claims": len(claims)}
 
     result = asyncio.run(run())
-    sys.stdout.write("\nRESULT " + json.dumps(result, default=str) + "\n")
+    with open(sys.argv[2], "w") as f:
+        json.dump(result, f, default=str)
 
 
 if __name__ == "__main__":

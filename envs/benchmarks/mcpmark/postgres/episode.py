@@ -96,14 +96,16 @@ class MCPMarkPostgresTaskEnv(OneStep):
 
     def _run_script(self, state: PostgresEpisodeState, script: Path, cwd: Path, timeout_s: float, name: str,
                     limits: Any = None):
-        scratch = Path(tempfile.mkdtemp(prefix=f"mcpmark-{name}-"))
+        host = Path(tempfile.mkdtemp(prefix=f"mcpmark-{name}-"))
+        scratch = host / "io"  # the script's only writable folder; its launch options stay outside it
         try:
-            env = {k: v for k, v in state.server.env(state.database).items()}
-            argv = sandboxed(self._options(state.server, writable=[scratch], cwd=cwd, env=env),
-                             [self.interp.python, str(script)], scratch)
+            scratch.mkdir()
+            argv = sandboxed(self._options(state.server, writable=[scratch], cwd=cwd,
+                                           env=state.server.env(state.database)),
+                             [self.interp.python, str(script)], host / "launch")
             return run_once(argv, timeout_s=timeout_s, log_file=state.work / f"{name}.log", limits=limits, name=name)
         finally:
-            shutil.rmtree(scratch, ignore_errors=True)
+            shutil.rmtree(host, ignore_errors=True)
 
     def prepare(self, work: Path, limits: Any) -> PostgresEpisodeState:
         server = EpisodePostgres.start(self.master(), work / "pg", limits=limits)
