@@ -94,16 +94,6 @@ def restore(data: bytes, dst: str | Path, *, links: bool = False, max_bytes: int
     return dst
 
 
-def check_state_fits(roots: list[Path], disk_bytes: int, what: str) -> None:
-    """ValueError when an episode's starting state already takes its whole disk limit: every episode
-    would end at once as the model's `disk_limit`, when the fault is the setup's (a benchmark's state
-    larger than `runtime.disk_bytes`). Said with the sizes and the setting to raise."""
-    used = untrusted_fs.disk_usage(list(roots), max_bytes=disk_bytes, max_entries=10_000_000, max_depth=512)
-    if used.bytes >= disk_bytes:
-        raise ValueError(f"{what} takes {used.bytes / 2**20:.0f} MiB at the start, as much as the episode's disk "
-                         f"limit ({disk_bytes / 2**20:.0f} MiB): raise runtime.disk_bytes")
-
-
 class EnvLimits(msgspec.Struct, frozen=True):
     """An environment's own limits (None: none of its own). An episode takes the smaller of these and
     the run's (rollout/episode.run_episode): a run can be stricter than a task, never looser."""

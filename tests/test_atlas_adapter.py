@@ -196,11 +196,17 @@ async def test_a_planted_link_in_the_state_is_refused_and_servers_see_only_the_c
         with pytest.raises(ValueError, match="links outside it"):
             await env.open(runtime)
         (data / "link").unlink()
-    # a state as large as the disk limit is the setup's fault, said with the setting, not the model's disk_limit
+    # the disk limit counts what the episode adds, not the state it starts from: a /data larger than the
+    # limit opens, and a write past the limit (through desktop-commander's home, too) ends the episode
     async with Runtime(RuntimeConfig(warm_pool=0, disk_bytes=2**16)) as runtime:
-        with pytest.raises(ValueError, match="MCP-Atlas's /data state takes .* as much as the episode's disk limit .* raise runtime.disk_bytes"):
-            await env.open(runtime)
-        assert not list((runtime.root / "envs").glob("atlas-*"))  # nothing left of the refused episode
+        ep = await env.open(runtime)
+        from envs.runtime import untrusted_fs
+
+        start = untrusted_fs.disk_usage([ep.final_state().workspace], max_bytes=1 << 40, max_entries=10**6, max_depth=64)
+        assert start.bytes > 2**16  # the copy alone is past the limit
+        r = await ep.run_program("print(tools['filesystem_read_text_file'](path='/data/Regional Sales.csv'))")
+        assert "north,3,2.5" in r.text and not ep.ended, r.text
+        await ep.close()
     assert AtlasCheckout(checkout).missing_repos() == []
 
 
@@ -234,3 +240,10 @@ async def test_a_shell_through_desktop_commander_stays_in_its_sandbox(python, ch
     with pytest.raises(OSError):
         listener.accept()  # no connection reached the host
     listener.close()
+    # desktop-commander's home is writable by that shell: what it writes there counts against the disk limit
+    async with Runtime(RuntimeConfig(warm_pool=0, disk_bytes=2**20)) as runtime:
+        ep = await env.open(runtime)
+        await ep.run_program("print(tools['desktop-commander_start_process'](command='head -c 3000000 /dev/zero > "
+                             "$HOME/fill; ls -la $HOME/fill', timeout_ms=20000))")
+        assert ep.ended and "MiB" in ep.ended, ep.ended
+        await ep.close()

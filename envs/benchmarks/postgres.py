@@ -27,6 +27,7 @@ the wheel's bundled libraries.
 from __future__ import annotations
 
 import fcntl
+import functools
 import os
 import shutil
 import subprocess
@@ -36,7 +37,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from envs.runtime import untrusted_fs
+from envs.runtime import scratch, untrusted_fs
 from envs.runtime.sandbox import BWRAP_ENV, isolation_argv, setenv_argv
 
 #: the socket's port number (only its file name: .s.PGSQL.5432; there is no TCP)
@@ -91,6 +92,13 @@ def _argv(binds: list[Path], command: list[str], bin_dir: Path) -> list[str]:
     argv += ["--remount-ro", "/", *setenv_argv({"PATH": f"{bin_dir}:/usr/bin:/bin", "LANG": "C.UTF-8",
                                                  "HOME": "/tmp"}), "--", *command]
     return argv
+
+
+@functools.lru_cache(maxsize=1)
+def _socket_base() -> Path:
+    """This process's folder of socket folders under SOCKET_BASE, reclaimed by the next process when
+    this one is killed (envs/runtime/scratch.py): a killed env worker's servers leave none in /tmp."""
+    return scratch.make("progagent-pg-", SOCKET_BASE)
 
 
 class BackupError(ValueError):
@@ -210,7 +218,7 @@ class EpisodePostgres:
         if data is None:
             data = work / "data"
             shutil.copytree(master.data, data, symlinks=True)
-        sock = Path(tempfile.mkdtemp(prefix="pg-", dir=SOCKET_BASE))  # its own, short path (SOCKET_BASE)
+        sock = Path(tempfile.mkdtemp(prefix="s-", dir=_socket_base()))  # its own, short path (SOCKET_BASE)
         binds = [work, sock] if data.is_relative_to(work) else [work, data, sock]
         argv = _argv(binds, ["postgres", "-D", str(data), "-k", str(sock), "-p", str(PORT),
                               "-c", "listen_addresses=", "-c", "fsync=off", "-c", "full_page_writes=off",

@@ -34,7 +34,7 @@ from envs.benchmarks.atlas.kind import AtlasRef
 from envs.benchmarks.commands import server_command
 from envs.benchmarks.process import run_once
 from envs.benchmarks.sandbox import interpreter, sandbox_options, sandboxed
-from envs.episode_env import EnvLimits, LiveStates, OneStep, check_state_fits
+from envs.episode_env import EnvLimits, LiveStates, OneStep
 from envs.runtime import untrusted_fs
 from envs.runtime.episode import Episode, EpisodeState, Runtime
 from envs.runtime.sandbox import BWRAP_ENV
@@ -103,9 +103,9 @@ class AtlasTaskEnv(OneStep):
         work = runtime.env_folder("atlas").resolve()
         try:
             copy = (await asyncio.to_thread(self.prepare, work)).resolve()
-            await asyncio.to_thread(check_state_fits, [copy], runtime.config.disk_bytes, "MCP-Atlas's /data state")
+            # desktop-commander's home is writable by its shell: counted against the disk limit with /data
             episode = await runtime.open_episode(self.upstreams(work, copy, runtime.limits), workspace=copy,
-                                                 binds=[f"{copy}:rw"])
+                                                 binds=[f"{copy}:rw"], counted=[work / "home"])
         except BaseException:
             await runtime.remove_env_folder(work)
             raise

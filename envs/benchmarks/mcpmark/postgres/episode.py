@@ -33,7 +33,7 @@ from envs.benchmarks.mcpmark.postgres.kind import MCPMarkPostgresRef
 from envs.benchmarks.postgres import EpisodePostgres, MasterCluster
 from envs.benchmarks.process import run_once
 from envs.benchmarks.sandbox import interpreter, sandbox_options, sandboxed
-from envs.episode_env import EnvLimits, LiveStates, OneStep, check_state_fits
+from envs.episode_env import EnvLimits, LiveStates, OneStep
 from envs.runtime import untrusted_fs
 from envs.runtime.episode import Episode, EpisodeState, Runtime
 from envs.runtime.sandbox import BWRAP_ENV
@@ -135,8 +135,6 @@ class MCPMarkPostgresTaskEnv(OneStep):
 
         try:
             state = await asyncio.to_thread(self.prepare, work, runtime.limits)
-            await asyncio.to_thread(check_state_fits, [work], runtime.config.disk_bytes,
-                                    f"{self.ref.task}'s database server (a copy of its master)")
             # the model's server sees the socket folder only: not the checkout (verify.py, ground_truth.sql)
             options = sandbox_options(self.interp, read_only=[state.server.socket_dir], writable=[],
                                       cwd=state.server.socket_dir,
