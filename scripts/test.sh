@@ -12,7 +12,9 @@
 # - last, the verifiers taskset's tests in .venv-verifiers (verifiers pins mcp==2.0.0: scripts/install.sh).
 # All parts run; the exit status is the first failing part's; beside's and the type check's output
 # follow serial's.
-# Measured on 2 cores: 15:21 on 2026-12-05 with the MCPMark-postgres, MCP-Atlas and paper-table tests (serial 10:36,
+# Measured on 2 cores: 14:06 on 2026-12-05 (serial 10:25, beside 6:09, parallel 3:22, verifiers 0:08; 1,490 s of busy
+# CPU: 765 s of it serial's, where Ray actors' imports dominate) after env workers stopped importing torch and the
+# collective's deadline tests moved beside; 15:21 on 2026-12-05 with the MCPMark-postgres, MCP-Atlas and paper-table tests (serial 10:36,
 # beside 5:33, parallel 4:01, verifiers 0:08); about 15:00 earlier that day with the learning-signal and postgres tests (serial 10:28,
 # beside 5:29, parallel 2:40, verifiers 0:07); 13:06 before them, with the
 # verl tests and the verifiers environment (serial 10:00,

@@ -81,7 +81,7 @@ PARTS = {
                "test_task_format.py", "test_harbor_export.py", "test_openai_teacher.py", "test_learner_torch.py",
                "test_runtime_limits.py", "test_learner_losses.py", "test_attack_sandbox_env.py",
                "test_attack_harbor.py", "test_attack_host_disk.py", "test_attack_mcp_http.py", "test_mcp_citizen.py",
-               "test_attack_restarts.py", "test_cluster.py"),
+               "test_attack_restarts.py", "test_cluster.py", "test_weight_collective.py"),
 }
 
 

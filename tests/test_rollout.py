@@ -352,3 +352,17 @@ def test_fields_that_did_nothing_are_refused_by_name(override, field, where):
 
     with pytest.raises(ConfigError, match=f"unknown field `{field}`.*{re.escape(where)}"):
         load_config(None, [override])
+
+
+def test_the_processes_that_serve_no_model_do_not_import_torch():
+    """An env worker, a judge and the synthesis worker run programs and tools, never a model: each is a
+    process of its own (a Ray actor), and torch's import is ~3 s of CPU per process on this machine
+    (the oracle teacher's scripted generator imported it for a scorer it rarely has)."""
+    import subprocess
+    import sys
+
+    code = ("import sys, actors.env_worker, actors.judge, actors.synthetic, rollout.teacher\n"
+            "print(sorted(m for m in ('torch', 'transformers', 'vllm') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "[]", out.stdout

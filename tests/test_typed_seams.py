@@ -64,23 +64,30 @@ def check(a: TokenGenerator) -> list[Generator]:
 '''
 
 
-def mypy(tmp_path, name: str, source: str) -> subprocess.CompletedProcess:
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory):
+    """One mypy cache for the module's runs: a cold run spends seconds on the standard library's stubs
+    and the project's modules, which every run here shares; only each run's own module differs."""
+    return tmp_path_factory.mktemp("mypy-cache")
+
+
+def mypy(tmp_path, cache, name: str, source: str) -> subprocess.CompletedProcess:
     module = tmp_path / f"{name}.py"
     module.write_text(source)
     return subprocess.run([sys.executable, "-m", "mypy", "--config-file", str(ROOT / "pyproject.toml"),
-                           "--cache-dir", str(tmp_path / "cache"), str(module)],
+                           "--cache-dir", str(cache), str(module)],
                           cwd=ROOT, capture_output=True, text=True, timeout=300)
 
 
 @pytest.mark.timeout(600)
-def test_a_generator_that_drifts_from_the_protocol_fails_the_type_check(tmp_path):
-    wrong = mypy(tmp_path, "wrong_generators", WRONG)
+def test_a_generator_that_drifts_from_the_protocol_fails_the_type_check(tmp_path, cache):
+    wrong = mypy(tmp_path, cache, "wrong_generators", WRONG)
     assert wrong.returncode == 1, wrong.stdout + wrong.stderr
     assert 'List item 0 has incompatible type "TextGenerator"; expected "Generator"' in wrong.stdout, wrong.stdout
     assert 'List item 1 has incompatible type "NoClose"; expected "Generator"' in wrong.stdout, wrong.stdout
     assert 'Following member(s) of "TextGenerator" have conflicts' in wrong.stdout, wrong.stdout  # the signature
     assert 'is missing following "Generator" protocol member:' in wrong.stdout and "close" in wrong.stdout, wrong.stdout
-    right = mypy(tmp_path, "right_generators", RIGHT)
+    right = mypy(tmp_path, cache, "right_generators", RIGHT)
     assert right.returncode == 0, right.stdout + right.stderr
 
 
@@ -125,12 +132,12 @@ def check(a: NoExport) -> Learner:
 
 
 @pytest.mark.timeout(600)
-def test_a_learner_that_drifts_from_the_protocol_fails_the_type_check(tmp_path):
-    wrong = mypy(tmp_path, "wrong_learner", WRONG_LEARNER)
+def test_a_learner_that_drifts_from_the_protocol_fails_the_type_check(tmp_path, cache):
+    wrong = mypy(tmp_path, cache, "wrong_learner", WRONG_LEARNER)
     assert wrong.returncode == 1, wrong.stdout + wrong.stderr
     assert 'Incompatible return value type (got "NoExport", expected "Learner")' in wrong.stdout, wrong.stdout
     assert "export_hf" in wrong.stdout, wrong.stdout
-    right = mypy(tmp_path, "right_learner", WRONG_LEARNER.replace(
+    right = mypy(tmp_path, cache, "right_learner", WRONG_LEARNER.replace(
         "    def weights(self) -> dict[str, Any]:",
         "    def export_hf(self, path: str | Path) -> Path:\n        raise NotImplementedError\n\n"
         "    def weights(self) -> tuple[int, dict[str, Any]]:"))
@@ -175,11 +182,11 @@ def check(k: DiceKind) -> EnvKind[DiceRef, DiceArgs]:
 
 
 @pytest.mark.timeout(600)
-def test_an_environment_kind_that_drifts_from_the_protocol_fails_the_type_check(tmp_path):
-    wrong = mypy(tmp_path, "wrong_kind", WRONG_KIND)
+def test_an_environment_kind_that_drifts_from_the_protocol_fails_the_type_check(tmp_path, cache):
+    wrong = mypy(tmp_path, cache, "wrong_kind", WRONG_KIND)
     assert wrong.returncode == 1, wrong.stdout + wrong.stderr
     assert 'Incompatible return value type (got "DiceKind", expected "EnvKind[DiceRef, DiceArgs]")' in wrong.stdout, \
         wrong.stdout
     assert "def load(self, ref: DiceArgs, ctx: LoadContext) -> EpisodeEnv" in wrong.stdout, wrong.stdout
-    right = mypy(tmp_path, "right_kind", WRONG_KIND.replace("def load(self, ref: DiceArgs,", "def load(self, ref: DiceRef,"))
+    right = mypy(tmp_path, cache, "right_kind", WRONG_KIND.replace("def load(self, ref: DiceArgs,", "def load(self, ref: DiceRef,"))
     assert right.returncode == 0, right.stdout + right.stderr

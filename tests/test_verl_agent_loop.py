@@ -191,7 +191,9 @@ async def test_oracle_replayed_through_verl_is_progagents_own_trajectory(tmp_pat
         assert row["mask"] == traj.loss_mask[p:]
         expected = [logprob_at(p + k) if m else 0.0 for k, m in enumerate(traj.loss_mask[p:])]
         assert row["logprobs"] == pytest.approx(expected, abs=1e-7)
-        assert row["scores"][row["n"] - 1].item() == 1.0 and row["scores"].sum().item() == 1.0
+        why = {k: out.non_tensor_batch[k][i] for k in ("verifier_error", "infra", "criteria_passed", "criteria_total",
+                                                        "termination_answer") if k in out.non_tensor_batch}
+        assert row["scores"][row["n"] - 1].item() == 1.0 and row["scores"].sum().item() == 1.0, (task, why)
         assert out.non_tensor_batch["min_global_steps"][i] == STEP == out.non_tensor_batch["max_global_steps"][i]
     # one request id per episode: every call of an episode carried it, and no two episodes share one
     ids = list(out.non_tensor_batch["request_id"])

@@ -114,8 +114,9 @@ class ToolBridge:
                                         f"{MAX_REPLY_BYTES:,} bytes reach a program (ask for less: a page, a "
                                         f"range)"}).encode()
         writer.write(_HEADER.pack(len(data)) + data)
-        async with asyncio.timeout(REQUEST_DEADLINE_S):
-            await writer.drain()
+        if writer.transport.get_write_buffer_size():  # the program has not read it all yet: wait, bounded
+            async with asyncio.timeout(REQUEST_DEADLINE_S):  # (a deadline costs ~10 us: not when nothing waits)
+                await writer.drain()
 
     async def _refuse(self, writer: asyncio.StreamWriter, why: str) -> None:
         with contextlib.suppress(Exception):

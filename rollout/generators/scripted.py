@@ -10,14 +10,16 @@ from __future__ import annotations
 
 from typing import Any
 
-import torch
-
 from rollout.generators.base import GeneratorError
 from schema.records import Generation, Prompt, SamplingParams
 
 
 def forced_logprobs(model: Any, prompt: list[int], reply: list[int], temperature: float) -> list[float]:
-    """log softmax(logits / T) of each reply token given the prompt and the reply before it."""
+    """log softmax(logits / T) of each reply token given the prompt and the reply before it.
+    torch is imported here, not at the top: the oracle teacher replays without a scorer on every env
+    worker, and importing torch there cost each env worker's process ~3 s of CPU at start."""
+    import torch
+
     with torch.no_grad():
         logits = model(torch.tensor([list(prompt) + list(reply)])).logits[0, len(prompt) - 1: -1].float()
     temp = temperature if temperature > 0 else 1.0
