@@ -177,6 +177,29 @@ async def test_an_episode_offers_exactly_the_tasks_tools_on_a_copy_of_data_and_t
         judge.close()
 
 
+@pytest.mark.parametrize("writes", ["deep", "list", "link", "fifo", "nothing"])
+def test_a_scorer_result_that_is_not_a_bounded_object_is_a_judge_error(python, checkout, tmp_path, monkeypatch, writes):
+    """What the scorer leaves in its result file is read without following a link or opening a special file,
+    and anything but a JSON object (100,000-deep nesting, a list, a link to a host file, a FIFO, no file)
+    is the judge's error, never a traceback or a score."""
+    from envs.benchmarks.atlas import episode as atlas_episode
+
+    refs, _ = listed(python, checkout)
+    secret = tmp_path / "host-secret.json"
+    secret.write_text('{"per_claim": [], "coverage_score": 1.0}')
+    body = {"deep": "open(out, 'w').write('[' * 100_000 + ']' * 100_000)",
+            "list": "open(out, 'w').write('[1, 2]')",
+            "link": f"os.symlink({str(secret)!r}, out)",
+            "fifo": "os.mkfifo(out)",
+            "nothing": "pass"}[writes]
+    scorer = tmp_path / "score.py"
+    scorer.write_text(f"import os, sys\nout = sys.argv[2]\n{body}\n")
+    monkeypatch.setattr(atlas_episode, "SCORER", scorer)
+    verdict = AtlasTaskEnv(refs["fx0000000000000000000001"]).judge_shipped(b"", "The total is 32.5.")
+    assert verdict.cause == "infra/judge_error" and verdict.error and verdict.reward == 0.0, verdict
+    assert "could not run" not in verdict.error, verdict  # said as a bad result, not as a scorer that failed
+
+
 async def test_a_planted_link_in_the_state_is_refused_and_servers_see_only_the_copy(python, checkout, tmp_path):
     secret = tmp_path / "host-secret.txt"
     secret.write_text("sk-host")

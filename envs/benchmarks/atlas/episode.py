@@ -138,7 +138,7 @@ class AtlasTaskEnv(OneStep):
                                       "infra/judge_timeout")
             try:
                 result = json.loads(untrusted_fs.read_file(scratch, "result.json", max_bytes=MAX_RESULT_BYTES))
-            except (OSError, ValueError, untrusted_fs.PathRefused) as exc:
+            except (OSError, ValueError, RecursionError, untrusted_fs.PathRefused) as exc:
                 return Verdict.failed(f"MCP-Atlas's scorer gave no result (exit {run.exit_code}; {exc}): "
                                       f"{run.output_tail[-1500:]}", "infra/judge_error")
         finally:
