@@ -40,3 +40,24 @@ def test_a_killed_owners_folder_is_removed_and_a_live_ones_kept(tmp_path):
         live.kill()
         live.wait()
     assert scratch.sweep("pa-test-", tmp_path) == 1  # the live one, now ended
+
+
+def test_a_temporary_folder_of_a_killed_process_is_reclaimed(tmp_path):
+    """`temporary` / `folder` live inside the process's own scratch folder: a judge or env worker killed
+    while one exists (a chaos test, a node's shutdown) leaves nothing that outlives the next process's
+    first scratch folder."""
+    code = ("import time; from envs.runtime import scratch\n"
+            "t = scratch.temporary('progagent-final-'); f = scratch.folder('harbor-verify-')\n"
+            "open(t.name + '/state', 'w').write('x'); print(t.name, f, flush=True); time.sleep(60)")
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, cwd=ROOT, env=env)
+    temp, folder = p.stdout.readline().split()
+    p.send_signal(signal.SIGKILL)
+    p.wait()
+    assert os.path.isfile(f"{temp}/state") and os.path.isdir(folder)
+    # both are inside one folder of the killed process, the only entry it left under the temp folder
+    (own,) = [c for c in tmp_path.iterdir()]
+    assert own.name.startswith(f"progagent-tmp-{p.pid}.") and temp.startswith(f"{own}/") and folder.startswith(f"{own}/")
+    subprocess.run([sys.executable, "-c", "from envs.runtime import scratch\nwith scratch.temporary('x-'): pass"],
+                   cwd=ROOT, env=env, check=True)
+    assert list(tmp_path.iterdir()) == []  # the next process reclaimed it, and removed its own at exit

@@ -59,6 +59,7 @@ from envs.format.library import Task, TaskLoadError
 from envs.runtime import untrusted_fs
 from envs.runtime.limits import LimitBackend, SandboxLimits
 from envs.runtime.sandbox import BWRAP_ENV, TASK_CODE, isolation_argv, launch_argv, python_binds, setenv_argv
+from envs.runtime.scratch import temporary as temporary_folder
 from envs.taskkit import Env
 
 log = logging.getLogger(__name__)
@@ -171,7 +172,7 @@ class CodeRunner:
         if self.mode == "bwrap":
             inside = {k: f"{IN_ENV}/{k}" for k in (*ro, *rw)}
             task_dir = f"{IN_TASK}/{folder.name}"
-            scratch = tempfile.TemporaryDirectory(prefix="progagent-synth-")
+            scratch = temporary_folder("progagent-synth-")
             argv = sandbox_argv([(folder, task_dir), *((Path(p), inside[k]) for k, p in ro.items())],
                                 [(Path(p), inside[k]) for k, p in rw.items()], Path(scratch.name))
             env = BWRAP_ENV

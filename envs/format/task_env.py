@@ -41,7 +41,6 @@ import json
 import os
 import shutil
 import sys
-import tempfile
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -294,7 +293,7 @@ def verify_in_child(fn: Callable[..., Verdict], args: tuple, timeout_s: float) -
 
 
 def _judge_restored(task: Task, scale: str, state: bytes, answer: str, cache: EnvironmentCache) -> Verdict:
-    with tempfile.TemporaryDirectory(prefix="progagent-final-") as tmp:
+    with scratch.temporary("progagent-final-") as tmp:
         return judge(task, scale, restore_state(state, Path(tmp) / "final"), answer, cache)
 
 

@@ -31,7 +31,6 @@ import asyncio
 import json
 import math
 import posixpath
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -45,6 +44,7 @@ from envs.runtime import untrusted_fs
 from envs.runtime.episode import Episode, EpisodeState, Runtime
 from envs.runtime.limits import LimitBackend
 from envs.runtime.sandbox import BWRAP_ENV, launch_argv
+from envs.runtime.scratch import temporary as temporary_folder
 from envs.runtime.upstream import Upstream, UpstreamSpec
 from schema.records import Verdict
 
@@ -108,7 +108,7 @@ def run_script(task: HarborTask, tree: Path, script: str, *, binds: Sequence[tup
     """SCRIPT executed in the container view (process.run_once: within script_limits() and the task's
     memory_mb; output to log_file; killed at the deadline). As Harbor: made executable and executed,
     so its shebang chooses the interpreter (a file without one runs in bash, Harbor's exec shell)."""
-    with tempfile.TemporaryDirectory(prefix="harbor-bwrap-") as scratch:
+    with temporary_folder("harbor-bwrap-") as scratch:
         argv = launch_argv(task.container_argv(tree, binds=binds, env=task.base_env() | resolve_host_env(env)),
                            ["bash", "-c", 'chmod +x "$0" 2>/dev/null; "$0"', script], scratch)
         return run_once(argv, timeout_s=timeout_s, log_file=log_file, memory_bytes=task.memory_bytes, name="harbor")
@@ -202,7 +202,7 @@ def verify(task: HarborTask, tree: Path, answer: str | None, timeout_s: float | 
             error = f"{task.id}: the answer could not be written to {task.answer_path}: {exc}"
             return VerifierRun(verdict=Verdict.failed(error, "policy/state_refused"), rewards={},
                                script=ScriptRun(exit_code=None, timed_out=False, duration_s=0.0, output_tail=""))
-    with tempfile.TemporaryDirectory(prefix="harbor-verify-") as tmp:
+    with temporary_folder("harbor-verify-") as tmp:
         tests = Path(tmp) / "tests"
         sources = [task.tests_dir] + ([task.step_dir(step.name) / "tests"] if step else [])
         tests.mkdir()
@@ -244,7 +244,7 @@ def run_oracle(task: HarborTask, tree: Path, step: StepConfig | None = None) -> 
     folder = (task.step_dir(step.name) if step else task.dir) / "solution"
     if not (folder / "solve.sh").is_file():
         raise FileNotFoundError(f"{folder / 'solve.sh'}: no oracle solution")
-    with tempfile.TemporaryDirectory(prefix="harbor-solve-") as tmp:
+    with temporary_folder("harbor-solve-") as tmp:
         solution = Path(tmp) / "solution"
         try:
             untrusted_fs.copy_tree(folder, tmp, "solution", max_bytes=MAX_CONTEXT_BYTES)
@@ -265,7 +265,7 @@ def check(task: HarborTask) -> CheckReport:
                            notes=task.layout.notes)
     if task.config.steps:
         return check_steps(task)
-    with tempfile.TemporaryDirectory(prefix="harbor-check-") as tmp:
+    with temporary_folder("harbor-check-") as tmp:
         nop = verify(task, task.materialize(Path(tmp) / "nop"), None)
         if task.solve_script is None:
             return CheckReport(task=task.id, ok=False, nop=nop, error="no solution/solve.sh to check",
@@ -298,7 +298,7 @@ def prepare_step(task: HarborTask, tree: Path, step: StepConfig) -> ScriptRun | 
         raise HarborTaskError(f"{source}: cannot be copied into the container: {exc}") from None
     if not (source / "setup.sh").is_file():
         return None
-    with tempfile.TemporaryDirectory(prefix="harbor-setup-") as tmp:
+    with temporary_folder("harbor-setup-") as tmp:
         return run_script(task, tree, posixpath.join(task.workdir, "setup.sh"), binds=[], env={},
                           timeout_s=task.agent_timeout_s, log_file=Path(tmp) / "setup.txt")
 
@@ -348,7 +348,7 @@ def run_steps(task: HarborTask, tree: Path, oracle: bool) -> tuple[VerifierRun, 
 def check_steps(task: HarborTask) -> CheckReport:
     """`check` of a multi-step task: untouched (each step's tests on the state the previous steps left)
     must give 0, every step's solve.sh then tests must give 1."""
-    with tempfile.TemporaryDirectory(prefix="harbor-check-") as tmp:
+    with temporary_folder("harbor-check-") as tmp:
         nop, nop_lines = run_steps(task, task.materialize(Path(tmp) / "nop"), oracle=False)
         oracle, lines = run_steps(task, task.materialize(Path(tmp) / "oracle"), oracle=True)
     problems = []
@@ -462,7 +462,7 @@ class HarborTaskEnv:
             return Verdict.failed(f"{self.task.id}: a multi-step task is judged in place, where its episode ran",
                                   "infra/judge_error")
         try:
-            with tempfile.TemporaryDirectory(prefix="harbor-judge-") as tmp:
+            with temporary_folder("harbor-judge-") as tmp:
                 return judge(self.task, restore_tree(state, tmp), answer)
         except StateRefused as exc:
             return Verdict.failed(str(exc), "policy/state_refused")

@@ -10,6 +10,12 @@ match), and making one first removes the folders of the same prefix whose owner 
 running. Removal is untrusted_fs.remove_tree (links not followed: what a sandbox wrote there is
 model-made), and only folders of this user that are plain folders are touched. A normal exit still
 removes the process's own folders at once (atexit), as before.
+
+Short-lived folders (a judge's restored state, a synthesis child's scratch, a Harbor script's) are
+`temporary(prefix)` (a TemporaryDirectory) or `folder(prefix)` (an episode's, removed at its close),
+inside one scratch folder of this process, so a process
+killed in the middle of one leaves nothing the next process does not reclaim (each test run had left
+three or four under /tmp: the env workers and judges that chaos tests kill).
 """
 
 from __future__ import annotations
@@ -75,6 +81,27 @@ def make(prefix: str, base: str | Path | None = None) -> Path:
     folder = Path(tempfile.mkdtemp(prefix=f"{prefix}{pid}.{_start_time(pid) or 0}-", dir=base))
     atexit.register(_remove, folder)
     return folder
+
+
+_own: dict[int, Path] = {}  # pid -> this process's folder for `temporary` (a forked child makes its own)
+
+
+def _own_folder() -> Path:
+    pid = os.getpid()
+    if pid not in _own or not _own[pid].is_dir():
+        _own[pid] = make("progagent-tmp-")
+    return _own[pid]
+
+
+def temporary(prefix: str) -> tempfile.TemporaryDirectory:
+    """A TemporaryDirectory (use it with `with`) inside this process's `progagent-tmp-` scratch folder."""
+    return tempfile.TemporaryDirectory(prefix=prefix, dir=_own_folder())
+
+
+def folder(prefix: str) -> Path:
+    """A new 0700 folder inside this process's `progagent-tmp-` scratch folder, for one the caller removes
+    itself when done (an episode's, at its close): reclaimed with the process's folder if it is killed first."""
+    return Path(tempfile.mkdtemp(prefix=prefix, dir=_own_folder()))
 
 
 def _remove(folder: Path) -> None:

@@ -25,7 +25,6 @@ import asyncio
 import json
 import os
 import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +37,7 @@ from envs.episode_env import EnvLimits, LiveStates, OneStep
 from envs.runtime import untrusted_fs
 from envs.runtime.episode import Episode, EpisodeState, Runtime
 from envs.runtime.sandbox import BWRAP_ENV
+from envs.runtime.scratch import folder as scratch_folder
 from envs.runtime.upstream import Upstream, UpstreamSpec
 from schema.records import Verdict
 
@@ -121,7 +121,7 @@ class AtlasTaskEnv(OneStep):
         request = {"checkout": str(self.checkout.path), "claims": self.task.claims, "response": answer,
                    "base_url": self.ref.judge_base_url, "model": self.ref.judge_model, "api_key": key,
                    "attempts": self.ref.judge_attempts, "backoff_max_s": 5.0}
-        host = Path(tempfile.mkdtemp(prefix="atlas-judge-"))
+        host = scratch_folder("atlas-judge-")
         scratch = host / "io"  # the scorer's only writable folder; its launch options stay outside it
         try:
             scratch.mkdir()

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +26,8 @@ from envs.episode_env import EnvLimits, LiveStates, OneStep, StateRefused, resto
 from envs.runtime import untrusted_fs
 from envs.runtime.episode import Episode, EpisodeState, Runtime
 from envs.runtime.sandbox import BWRAP_ENV
+from envs.runtime.scratch import folder as scratch_folder
+from envs.runtime.scratch import temporary as temporary_folder
 from envs.runtime.upstream import Upstream, UpstreamSpec
 from schema.records import Verdict
 
@@ -85,7 +86,7 @@ class MCPMarkTaskEnv(OneStep):
 
     def verify(self, state_root: Path, limits: Any = None) -> Verdict:
         copy = state_root / self.task.category
-        scratch = Path(tempfile.mkdtemp(prefix="mcpmark-verify-"))
+        scratch = scratch_folder("mcpmark-verify-")
         try:
             argv = sandboxed(self._options(copy, self.checkout.path, {"FILESYSTEM_TEST_DIR": str(copy)}, checkout=True),
                              [self.interp.python, str(self.dir / "verify.py")], scratch)
@@ -110,7 +111,7 @@ class MCPMarkTaskEnv(OneStep):
 
     def judge_shipped(self, state: bytes, answer: str) -> Verdict:
         try:
-            with tempfile.TemporaryDirectory(prefix="mcpmark-judge-") as tmp:
+            with temporary_folder("mcpmark-judge-") as tmp:
                 return self.verify(restore(state, Path(tmp) / "state"))
         except StateRefused as exc:
             return Verdict.failed(str(exc), "policy/state_refused")

@@ -39,7 +39,6 @@ import asyncio
 import datetime
 import json
 import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +51,8 @@ from envs.episode_env import EnvLimits, LiveStates, OneStep, StateRefused, resto
 from envs.runtime import untrusted_fs
 from envs.runtime.episode import Episode, EpisodeState, Runtime
 from envs.runtime.sandbox import BWRAP_ENV
+from envs.runtime.scratch import folder as scratch_folder
+from envs.runtime.scratch import temporary as temporary_folder
 from envs.runtime.upstream import Upstream, UpstreamSpec
 from schema.records import Verdict
 
@@ -192,7 +193,7 @@ class ToolathlonTaskEnv(OneStep):
         ws = state_root / "workspace"
         # host-owned and read-only to the evaluator: state_root is the model's (a link planted there
         # would redirect a host write)
-        scratch = Path(tempfile.mkdtemp(prefix="toolathlon-eval-"))
+        scratch = scratch_folder("toolathlon-eval-")
         try:
             # the evaluator reads (and some write: paper-checker, privacy-desensitization unpack into
             # their groundtruth_workspace) a host-owned copy of the task folder, never the checkout's
@@ -244,7 +245,7 @@ class ToolathlonTaskEnv(OneStep):
 
     def judge_shipped(self, state: bytes, answer: str) -> Verdict:
         try:
-            with tempfile.TemporaryDirectory(prefix="toolathlon-judge-") as tmp:
+            with temporary_folder("toolathlon-judge-") as tmp:
                 root = restore(state, Path(tmp) / "state")
                 launch_time = json.loads((root / "meta" / META).read_text())["launch_time"]
                 return self.evaluate(root, str(launch_time), answer)

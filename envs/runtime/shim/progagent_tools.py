@@ -64,8 +64,7 @@ class _Channel:
             except OSError:
                 pass  # the runtime refused the request (too large) and closed: its reply, read next, says why
             try:
-                (size,) = _HEADER.unpack(self._recv(sock, _HEADER.size))
-                reply = json.loads(self._recv(sock, size))
+                reply = json.loads(self._read_frame(sock))
             except OSError as exc:
                 raise ToolError(f"the tool runtime closed the connection ({exc})") from None
             if not reply.get("ok") and str(reply.get("error", "")).startswith("refused:"):
@@ -79,15 +78,25 @@ class _Channel:
             raise
 
     @staticmethod
-    def _recv(sock: socket.socket, n: int) -> bytes:
-        chunks, got = [], 0
-        while got < n:
-            chunk = sock.recv(min(n - got, 1 << 20))
+    def _read_frame(sock: socket.socket) -> bytes:
+        """One reply frame's body. Its first read asks for up to 64 KiB, so a usual reply (header and
+        body) takes one system call, not two; the runtime sends nothing after a reply."""
+        buf = b""
+        while len(buf) < _HEADER.size:
+            chunk = sock.recv(1 << 16)
+            if not chunk:
+                raise ToolError("the tool runtime closed the connection")
+            buf += chunk
+        (size,) = _HEADER.unpack_from(buf)
+        end = _HEADER.size + size
+        chunks, got = [buf], len(buf)
+        while got < end:
+            chunk = sock.recv(min(end - got, 1 << 20))
             if not chunk:
                 raise ToolError("the tool runtime closed the connection")
             chunks.append(chunk)
             got += len(chunk)
-        return b"".join(chunks)
+        return b"".join(chunks)[_HEADER.size:end]
 
 
 def _describe_args(schema: dict) -> str:

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import asyncio
 import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +36,7 @@ from envs.episode_env import EnvLimits, LiveStates, OneStep
 from envs.runtime import untrusted_fs
 from envs.runtime.episode import Episode, EpisodeState, Runtime
 from envs.runtime.sandbox import BWRAP_ENV
+from envs.runtime.scratch import folder as scratch_folder
 from envs.runtime.upstream import Upstream, UpstreamSpec
 from schema.records import Verdict
 
@@ -96,7 +96,7 @@ class MCPMarkPostgresTaskEnv(OneStep):
 
     def _run_script(self, state: PostgresEpisodeState, script: Path, cwd: Path, timeout_s: float, name: str,
                     limits: Any = None):
-        host = Path(tempfile.mkdtemp(prefix=f"mcpmark-{name}-"))
+        host = scratch_folder(f"mcpmark-{name}-")
         scratch = host / "io"  # the script's only writable folder; its launch options stay outside it
         try:
             scratch.mkdir()
