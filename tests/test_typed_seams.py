@@ -3,6 +3,7 @@ mypy over the typed seams, rollout/generators/conformance.py and learner/conform
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 
@@ -67,8 +68,13 @@ def check(a: TokenGenerator) -> list[Generator]:
 @pytest.fixture(scope="module")
 def cache(tmp_path_factory):
     """One mypy cache for the module's runs: a cold run spends seconds on the standard library's stubs
-    and the project's modules, which every run here shares; only each run's own module differs."""
-    return tmp_path_factory.mktemp("mypy-cache")
+    and the project's modules, which every run here shares; only each run's own module differs. It
+    starts as a copy of the project's own cache where the type check (scripts/test.sh runs it before
+    these tests) left one: mypy checks each entry against its source, so a stale one is only slower."""
+    cache = tmp_path_factory.mktemp("mypy") / "cache"
+    if (ROOT / ".mypy_cache").is_dir():
+        shutil.copytree(ROOT / ".mypy_cache", cache, symlinks=True)
+    return cache
 
 
 def mypy(tmp_path, cache, name: str, source: str) -> subprocess.CompletedProcess:
