@@ -90,9 +90,10 @@ def run_scenario(out: Path, steps: int = 7, overrides: list[str] | None = None) 
     # says, and fails when that folder does not exist (a machine where Ray never ran with its default)
     Path(ray._private.utils.get_ray_address_file(None)).parent.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
-    # no dashboard: nothing here reads it (placement() reads the GCS's actor table), and its modules
-    # were ~6 s of CPU of a run on 2 cores
+    # no dashboard and no log monitor: nothing here reads them (placement() reads the GCS's actor table;
+    # log_to_driver is off), and the dashboard's modules were ~6 s of CPU of a run on 2 cores
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 2, "temp_dir": temp, "include_dashboard": False,
+                                                            "include_log_monitor": False,
                                                             "object_store_memory": 200 << 20})
     nodes = {role: cluster.add_node(num_cpus=c, num_gpus=g, object_store_memory=150 << 20)
              for role, (c, g) in NODES.items()}
