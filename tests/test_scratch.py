@@ -5,6 +5,8 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
+import time
 
 from envs.runtime import scratch
 from tests.conftest import ROOT
@@ -61,3 +63,30 @@ def test_a_temporary_folder_of_a_killed_process_is_reclaimed(tmp_path):
     subprocess.run([sys.executable, "-c", "from envs.runtime import scratch\nwith scratch.temporary('x-'): pass"],
                    cwd=ROOT, env=env, check=True)
     assert list(tmp_path.iterdir()) == []  # the next process reclaimed it, and removed its own at exit
+
+
+def test_a_child_forked_while_another_thread_makes_a_temporary_can_make_its_own(tmp_path, monkeypatch):
+    """A judge forks its verifier's child, which makes a temporary folder, while the judge's other threads
+    may be making one: the child must not inherit a held lock (it would wait out its deadline)."""
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr(tempfile, "tempdir", None)  # read TMPDIR again
+    with scratch._own_lock:  # as if another thread were inside _own_folder at the fork
+        pid = os.fork()
+        if pid == 0:  # the child: exits 0 only if it can make its own temporary folder
+            ok = False
+            try:
+                with scratch.temporary("progagent-final-") as t:
+                    ok = os.path.isdir(t)
+            finally:
+                os._exit(0 if ok else 1)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        time.sleep(0.05)
+    else:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        raise AssertionError("the forked child waited on the lock its parent held")
+    assert os.waitstatus_to_exitcode(status) == 0

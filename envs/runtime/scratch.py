@@ -25,6 +25,7 @@ import os
 import re
 import stat
 import tempfile
+import threading
 from pathlib import Path
 
 _NAME = re.compile(r"(\d+)\.(\d+)-")
@@ -84,13 +85,24 @@ def make(prefix: str, base: str | Path | None = None) -> Path:
 
 
 _own: dict[int, Path] = {}  # pid -> this process's folder for `temporary` (a forked child makes its own)
+_own_lock = threading.Lock()  # judges and validation make temporaries from several threads at once
+
+
+def _fresh_lock() -> None:
+    """A forked child (a judge's verifier child) may have been forked while another thread held the lock."""
+    global _own_lock
+    _own_lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_fresh_lock)
 
 
 def _own_folder() -> Path:
     pid = os.getpid()
-    if pid not in _own or not _own[pid].is_dir():
-        _own[pid] = make("progagent-tmp-")
-    return _own[pid]
+    with _own_lock:
+        if pid not in _own or not _own[pid].is_dir():
+            _own[pid] = make("progagent-tmp-")
+        return _own[pid]
 
 
 def temporary(prefix: str) -> tempfile.TemporaryDirectory:

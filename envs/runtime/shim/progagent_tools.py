@@ -89,14 +89,16 @@ class _Channel:
             buf += chunk
         (size,) = _HEADER.unpack_from(buf)
         end = _HEADER.size + size
-        chunks, got = [buf], len(buf)
+        if len(buf) >= end:
+            return buf[_HEADER.size:end]
+        chunks, got = [buf[_HEADER.size:]], len(buf)  # a large reply is copied once more, not twice
         while got < end:
             chunk = sock.recv(min(end - got, 1 << 20))
             if not chunk:
                 raise ToolError("the tool runtime closed the connection")
             chunks.append(chunk)
             got += len(chunk)
-        return b"".join(chunks)[_HEADER.size:end]
+        return b"".join(chunks)
 
 
 def _describe_args(schema: dict) -> str:
