@@ -12,7 +12,7 @@
 # - last, the verifiers taskset's tests in .venv-verifiers (verifiers pins mcp==2.0.0: scripts/install.sh).
 # All parts run; the exit status is the first failing part's; beside's and the type check's output
 # follow serial's.
-# Measured on 2 cores: 12:32 and 12:50 on 2026-12-06 (serial 9:12, beside 5:28, parallel 3:02, verifiers 0:07; 1,290 s of busy
+# Measured on 2 cores: 12:32, 12:50 and 13:26 on 2026-12-06 (the host varies by ~1 min; fastest: serial 9:12, beside 5:28, parallel 3:02, verifiers 0:07; 1,290 s of busy
 # CPU, so at least 10.8 min on 2 cores whatever the layout: most of it is the actor starts of end-to-end tests)
 # once the shared Ray head ran without a log monitor; 13:38 before that day (1,415 s of busy CPU);
 # 14:06 on 2026-12-05 (serial 10:25, beside 6:09, parallel 3:22, verifiers 0:08; 1,490 s of busy
