@@ -150,3 +150,61 @@ async def test_a_stdio_servers_reply_past_the_line_limit_is_dropped_as_it_stream
     assert grew < 3 * MAX_LINE_BYTES / 2**20, f"the host grew by {grew:.0f} MB"
     assert "refused:" in r.text and "replies up to 16,777,216 bytes reach the host" in r.text, r.text
     assert r.text.endswith("\n5"), r.text
+
+
+HELD = r'''
+import socket, struct, threading, time
+def slow():
+    try:
+        tools['slow'](seconds=6)
+    except ToolError:
+        pass
+busy = [threading.Thread(target=slow) for _ in range(8)]  # every call slot of the episode taken
+for t in busy:
+    t.start()
+time.sleep(0.5)
+# bodies just under the request limit: 4 MiB of [[[]]] parses to ~35 times its size; a 4 MiB string
+# to about its size, and the MCP client copies it again as it sends it
+n = (4 * 2**20 - 80) // 7
+arg = '[' + ",".join(["[[[]]]"] * n) + ']' if KIND == "nested" else '"' + "A" * (4 * 2**20 - 80) + '"'
+body = ('{"op": "call", "tool": "note", "arguments": {"text": ' + arg + '}}').encode()
+socks = []
+for _ in range(CONNS):
+    s = socket.socket(socket.AF_UNIX)
+    s.connect("/run/tools/tools.sock")
+    try:
+        s.sendall(struct.pack("!I", len(body)) + body)
+    except OSError:  # refused (and closed) at its header: the reply says why
+        pass
+    socks.append(s)
+kinds = []
+for s in socks:
+    s.settimeout(20)
+    head = s.recv(4)
+    size, data = struct.unpack("!I", head)[0], b""
+    while len(data) < size:
+        data += s.recv(size - len(data))
+    kinds.append(json.loads(data).get("error", "")[:60])
+for t in busy:
+    t.join()
+print({k: kinds.count(k) for k in set(kinds)})
+print(tools["add"](a=2, b=3))
+'''
+
+
+@pytest.mark.parametrize("kind,refusal", [
+    ("nested", "arguments for tool 'note' cannot be sent: they hold more t"),
+    ("string", "refused: too many large tool calls at once (the ones being r")])
+async def test_large_requests_cannot_pile_up_in_the_host_while_the_call_slots_are_busy(ep, kind, refusal):
+    """While an episode's call slots are all busy, its further calls wait, parsed. 16 requests of 4 MiB
+    held ~2 GB of the runtime's memory when nested (a 4 MiB request of nested empty lists is ~140 MB of
+    Python objects, and the MCP client copied it again), 130 MB when strings. Arguments of more than
+    MAX_ARGUMENT_VALUES values are refused before they wait; large requests count against the
+    bridge's pending budget until their reply, so the ones beyond it are refused, not held."""
+    r, grew = await peak_rss_during(ep.run_program(
+        "import json\n" + HELD.replace("CONNS", "16").replace("KIND", repr(kind))))
+    assert not r.is_error, r.text
+    counts = eval(r.text.splitlines()[0])
+    assert sum(n for k, n in counts.items() if k.startswith(refusal)) >= 12, counts  # all 16 (nested), or all beyond the 4 the budget holds
+    assert r.text.endswith("\n5"), r.text  # the episode's ordinary calls still work
+    assert grew < 150, f"the host grew by {grew:.0f} MB"

@@ -6,9 +6,11 @@ the moment a pooled kernel starts; an episode attaches its router (`Upstreams`) 
 a warm kernel can be handed to any episode.
 
 The other end is the program's, so every host buffer here has a bound: a request announced above
-MAX_REQUEST_BYTES is refused unread; the requests above SMALL_REQUEST_BYTES being read at once may
-hold MAX_PENDING_BYTES in all (a program that opens many connections and sends half of each gets
-refusals, not gigabytes, and its small calls still get through);
+MAX_REQUEST_BYTES is refused unread; the requests above SMALL_REQUEST_BYTES being read or served at
+once may hold MAX_PENDING_BYTES in all, from their header to their reply (a program that opens many
+connections and sends half of each, or sends many large calls while its call slots are busy, gets
+refusals, not gigabytes, and its small calls still get through; what one request holds once parsed
+is bounded by the router's MAX_ARGUMENT_VALUES);
 a request must arrive whole within REQUEST_DEADLINE_S of its header; at most MAX_CONNECTIONS are
 open; a reply above MAX_REPLY_BYTES becomes an error saying so. Each refusal is a ToolError in the
 program (the shim opens a new connection for its next call).
@@ -68,37 +70,40 @@ class ToolBridge:
                     break
                 counted = size if size > SMALL_REQUEST_BYTES else 0  # small calls always get through
                 if self._pending + counted > MAX_PENDING_BYTES:
-                    await self._refuse(writer, "too many large tool calls arriving at once; retry")
+                    await self._refuse(writer, f"too many large tool calls at once (the ones being read or served hold "
+                                              f"{MAX_PENDING_BYTES // 2**20} MiB of requests in all); retry")
                     break
                 self._pending += counted
-                try:
-                    # the whole body is here already (nearly every call): it cannot be late, and a deadline
-                    # costs ~8 of the ~30 us of host CPU a call takes here. StreamReader holds what arrived
-                    # in `_buffer` (CPython's since 3.4); without it every read gets the deadline.
-                    if len(getattr(reader, "_buffer", b"")) >= size:
-                        body = await reader.readexactly(size)
-                    else:
-                        async with asyncio.timeout(REQUEST_DEADLINE_S):  # no task per call, as wait_for makes
+                try:  # held until the reply is sent: a parsed request waiting for a call slot is memory too
+                    try:
+                        # the whole body is here already (nearly every call): it cannot be late, and a deadline
+                        # costs ~8 of the ~30 us of host CPU a call takes here. StreamReader holds what arrived
+                        # in `_buffer` (CPython's since 3.4); without it every read gets the deadline.
+                        if len(getattr(reader, "_buffer", b"")) >= size:
                             body = await reader.readexactly(size)
-                except (asyncio.IncompleteReadError, ConnectionError, TimeoutError):
-                    break
+                        else:
+                            async with asyncio.timeout(REQUEST_DEADLINE_S):  # no task per call, as wait_for makes
+                                body = await reader.readexactly(size)
+                    except (asyncio.IncompleteReadError, ConnectionError, TimeoutError):
+                        break
+                    try:
+                        request = json.loads(body)
+                        del body
+                        if not isinstance(request, dict):
+                            raise ValueError("not an object")
+                    except (ValueError, RecursionError):
+                        reply = {"ok": False, "type": "BadRequest", "error": "malformed request"}
+                    else:
+                        if task is not None:
+                            self._busy.add(task)
+                        try:
+                            reply = await self._handle(request)
+                        finally:
+                            self._busy.discard(task)
+                        del request
+                    await self._send(writer, reply)
                 finally:
                     self._pending -= counted
-                try:
-                    request = json.loads(body)
-                    del body
-                    if not isinstance(request, dict):
-                        raise ValueError("not an object")
-                except (ValueError, RecursionError):
-                    reply = {"ok": False, "type": "BadRequest", "error": "malformed request"}
-                else:
-                    if task is not None:
-                        self._busy.add(task)
-                    try:
-                        reply = await self._handle(request)
-                    finally:
-                        self._busy.discard(task)
-                await self._send(writer, reply)
         except ConnectionError:
             pass
         finally:

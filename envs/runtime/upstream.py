@@ -265,22 +265,33 @@ def _connection_lost(exc: BaseException) -> bool:
 
 #: arguments nested deeper than this are refused before any server sees them
 MAX_ARGUMENT_DEPTH = 64
+#: arguments holding more values than this (each list, object, string, number... counts one) are
+#: refused before any server sees them: a 4 MiB request of nested empty lists is ~140 MB of Python
+#: objects in the runtime, and twice that again while the MCP client serializes it
+MAX_ARGUMENT_VALUES = 100_000
 
 
 def unsendable(args: Any) -> str | None:
     """Why `args` cannot go to a tool server as standard JSON, or None. A program's arguments decide
     what a server parses: NaN or Infinity (not JSON), a lone surrogate (not UTF-8) or deep nesting
-    crashed a stdio server's connection, for every later call of the episode."""
-    stack, depth = [(args, 1)], 0
+    crashed a stdio server's connection, for every later call of the episode; and what the runtime
+    holds and copies while a call waits and is sent: too many values is refused, and the walk stops
+    as soon as the count passes the limit (a refusal costs at most MAX_ARGUMENT_VALUES steps)."""
+    stack, seen = [(args, 1)], 1
     while stack:
         value, level = stack.pop()
-        depth = max(depth, level)
-        if depth > MAX_ARGUMENT_DEPTH:
+        if level > MAX_ARGUMENT_DEPTH:
             return f"they are nested deeper than {MAX_ARGUMENT_DEPTH} levels"
         if isinstance(value, dict):
-            stack.extend((v, level + 1) for v in value.values())
+            children: Any = value.values()
         elif isinstance(value, list):
-            stack.extend((v, level + 1) for v in value)
+            children = value
+        else:
+            continue
+        seen += len(children)  # counted before they are walked: a huge list is refused in one step
+        if seen > MAX_ARGUMENT_VALUES:
+            return f"they hold more than {MAX_ARGUMENT_VALUES:,} values (send the data in parts, or as text)"
+        stack.extend((v, level + 1) for v in children)
     try:
         json.dumps(args, allow_nan=False, ensure_ascii=False).encode("utf-8")
     except ValueError as exc:  # NaN / Infinity; UnicodeEncodeError (a lone surrogate) is a ValueError too
@@ -495,8 +506,12 @@ class Upstreams:
         DTC over MCP passes the raw result on; every path logs and judges the call the same way."""
         t0, started = time.perf_counter(), time.time()
         try:
-            async with self._in_flight:
-                raw, outcome = await self._call(name, arguments)
+            refused = self._refusal(name, arguments)
+            if refused is not None:  # before waiting for a call slot: a refused call holds nothing there
+                raw, outcome = None, refused
+            else:
+                async with self._in_flight:
+                    raw, outcome = await self._call(name, arguments)
         except asyncio.CancelledError:  # its program was interrupted: on the record, then cancelled
             outcome, raw = CallOutcome(ok=False, error_type="ServerError",
                                        error="cancelled: the program that made the call was interrupted"), None
@@ -527,22 +542,28 @@ class Upstreams:
             return arguments
         return {"_preview": encoded[: self.record_chars], "_chars": len(encoded)}
 
-    async def _call(self, name: str, arguments: Any) -> tuple[Any, CallOutcome]:
-        """(the raw MCP result or None, the outcome under the one rule)."""
+    def _refusal(self, name: str, arguments: Any) -> CallOutcome | None:
+        """Why the call goes to no server (an unknown tool, arguments that are not an object, do not fit
+        the schema or cannot be sent), or None."""
         if name not in self.catalogue:
-            return None, CallOutcome(ok=False, error_type="UnknownTool",
+            return CallOutcome(ok=False, error_type="UnknownTool",
                                error=f"unknown tool {name!r}; available tools: {', '.join(sorted(self.catalogue))}")
         info = self.catalogue[name]
         if not isinstance(arguments, dict):
-            return None, CallOutcome(ok=False, error_type="BadArguments",
+            return CallOutcome(ok=False, error_type="BadArguments",
                                error=f"arguments for tool {name!r} must be an object of named arguments")
         problem = check_arguments(info, arguments)
         if problem:
-            return None, CallOutcome(ok=False, error_type="BadArguments", error=problem)
+            return CallOutcome(ok=False, error_type="BadArguments", error=problem)
         why = unsendable(arguments)
         if why:
-            return None, CallOutcome(ok=False, error_type="BadArguments",
+            return CallOutcome(ok=False, error_type="BadArguments",
                                error=f"arguments for tool {name!r} cannot be sent: {why}")
+        return None
+
+    async def _call(self, name: str, arguments: Any) -> tuple[Any, CallOutcome]:
+        """(the raw MCP result or None, the outcome under the one rule) of a call `_refusal` let through."""
+        info = self.catalogue[name]
         try:
             _, result = await self.call_raw(name, arguments)
         except TimeoutError:
