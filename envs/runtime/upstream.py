@@ -271,17 +271,31 @@ MAX_ARGUMENT_DEPTH = 64
 MAX_ARGUMENT_VALUES = 100_000
 
 
+#: the argument values (as counted by `unsendable`) that calls of one episode may hold at once while
+#: they wait for a call slot or are being served; a call of at most FREE_VALUES values is not counted,
+#: so ordinary calls always get through. ~60 bytes a value: 250,000 values is ~15 MB of the runtime
+MAX_HELD_VALUES = 250_000
+FREE_VALUES = 1_000
+
+
 def unsendable(args: Any) -> str | None:
-    """Why `args` cannot go to a tool server as standard JSON, or None. A program's arguments decide
-    what a server parses: NaN or Infinity (not JSON), a lone surrogate (not UTF-8) or deep nesting
-    crashed a stdio server's connection, for every later call of the episode; and what the runtime
-    holds and copies while a call waits and is sent: too many values is refused, and the walk stops
-    as soon as the count passes the limit (a refusal costs at most MAX_ARGUMENT_VALUES steps)."""
+    """Why `args` cannot go to a tool server as standard JSON, or None (see `argument_shape`)."""
+    return argument_shape(args)[0]
+
+
+def argument_shape(args: Any) -> tuple[str | None, int]:
+    """(why `args` cannot go to a tool server as standard JSON or None, how many values they hold).
+
+    A program's arguments decide what a server parses: NaN or Infinity (not JSON), a lone surrogate
+    (not UTF-8) or deep nesting crashed a stdio server's connection, for every later call of the
+    episode; and what the runtime holds and copies while a call waits and is sent: more than
+    MAX_ARGUMENT_VALUES values is refused, and the walk stops as soon as the count passes the limit
+    (a refusal costs at most MAX_ARGUMENT_VALUES steps)."""
     stack, seen = [(args, 1)], 1
     while stack:
         value, level = stack.pop()
         if level > MAX_ARGUMENT_DEPTH:
-            return f"they are nested deeper than {MAX_ARGUMENT_DEPTH} levels"
+            return f"they are nested deeper than {MAX_ARGUMENT_DEPTH} levels", seen
         if isinstance(value, dict):
             children: Any = value.values()
         elif isinstance(value, list):
@@ -290,15 +304,15 @@ def unsendable(args: Any) -> str | None:
             continue
         seen += len(children)  # counted before they are walked: a huge list is refused in one step
         if seen > MAX_ARGUMENT_VALUES:
-            return f"they hold more than {MAX_ARGUMENT_VALUES:,} values (send the data in parts, or as text)"
+            return f"they hold more than {MAX_ARGUMENT_VALUES:,} values (send the data in parts, or as text)", seen
         stack.extend((v, level + 1) for v in children)
     try:
         json.dumps(args, allow_nan=False, ensure_ascii=False).encode("utf-8")
     except ValueError as exc:  # NaN / Infinity; UnicodeEncodeError (a lone surrogate) is a ValueError too
-        return f"they are not standard JSON ({str(exc)[:120]})"
+        return f"they are not standard JSON ({str(exc)[:120]})", seen
     except (TypeError, RecursionError) as exc:
-        return f"they are not JSON ({type(exc).__name__})"
-    return None
+        return f"they are not JSON ({type(exc).__name__})", seen
+    return None, seen
 
 
 def check_arguments(info: ToolInfo, args: dict[str, Any]) -> str | None:
@@ -450,6 +464,7 @@ class Upstreams:
         # an episode's calls beyond this wait here, holding no thread: in-process servers run sync tools
         # on the process's shared worker threads (anyio's 40), which one episode must not fill
         self._in_flight = asyncio.Semaphore(max_in_flight)
+        self._held_values = 0  # of the calls waiting or being served (MAX_HELD_VALUES)
         self.catalogue: dict[str, ToolInfo] = {}
         self.log: list[ToolCallRecord] = []
         self._restarts: dict[str, asyncio.Task] = {}
@@ -506,12 +521,21 @@ class Upstreams:
         DTC over MCP passes the raw result on; every path logs and judges the call the same way."""
         t0, started = time.perf_counter(), time.time()
         try:
-            refused = self._refusal(name, arguments)
+            refused, values = self._refusal(name, arguments)
+            held = values if values > FREE_VALUES else 0
+            if refused is None and self._held_values + held > MAX_HELD_VALUES:
+                refused = CallOutcome(ok=False, error_type="ToolError", error=(
+                    f"too many large tool calls waiting at once (their arguments hold {self._held_values:,} "
+                    f"values; the limit is {MAX_HELD_VALUES:,}); retry when some have returned"))
             if refused is not None:  # before waiting for a call slot: a refused call holds nothing there
                 raw, outcome = None, refused
             else:
-                async with self._in_flight:
-                    raw, outcome = await self._call(name, arguments)
+                self._held_values += held
+                try:
+                    async with self._in_flight:
+                        raw, outcome = await self._call(name, arguments)
+                finally:
+                    self._held_values -= held
         except asyncio.CancelledError:  # its program was interrupted: on the record, then cancelled
             outcome, raw = CallOutcome(ok=False, error_type="ServerError",
                                        error="cancelled: the program that made the call was interrupted"), None
@@ -542,24 +566,24 @@ class Upstreams:
             return arguments
         return {"_preview": encoded[: self.record_chars], "_chars": len(encoded)}
 
-    def _refusal(self, name: str, arguments: Any) -> CallOutcome | None:
-        """Why the call goes to no server (an unknown tool, arguments that are not an object, do not fit
-        the schema or cannot be sent), or None."""
+    def _refusal(self, name: str, arguments: Any) -> tuple[CallOutcome | None, int]:
+        """(why the call goes to no server, or None; the values its arguments hold). Refused: an unknown
+        tool, arguments that are not an object, do not fit the schema or cannot be sent."""
         if name not in self.catalogue:
-            return CallOutcome(ok=False, error_type="UnknownTool",
-                               error=f"unknown tool {name!r}; available tools: {', '.join(sorted(self.catalogue))}")
+            return CallOutcome(ok=False, error_type="UnknownTool", error=(
+                f"unknown tool {name!r}; available tools: {', '.join(sorted(self.catalogue))}")), 0
         info = self.catalogue[name]
         if not isinstance(arguments, dict):
             return CallOutcome(ok=False, error_type="BadArguments",
-                               error=f"arguments for tool {name!r} must be an object of named arguments")
+                               error=f"arguments for tool {name!r} must be an object of named arguments"), 0
         problem = check_arguments(info, arguments)
         if problem:
-            return CallOutcome(ok=False, error_type="BadArguments", error=problem)
-        why = unsendable(arguments)
+            return CallOutcome(ok=False, error_type="BadArguments", error=problem), 0
+        why, values = argument_shape(arguments)
         if why:
             return CallOutcome(ok=False, error_type="BadArguments",
-                               error=f"arguments for tool {name!r} cannot be sent: {why}")
-        return None
+                               error=f"arguments for tool {name!r} cannot be sent: {why}"), values
+        return None, values
 
     async def _call(self, name: str, arguments: Any) -> tuple[Any, CallOutcome]:
         """(the raw MCP result or None, the outcome under the one rule) of a call `_refusal` let through."""
