@@ -291,21 +291,18 @@ def argument_shape(args: Any) -> tuple[str | None, int]:
     episode; and what the runtime holds and copies while a call waits and is sent: more than
     MAX_ARGUMENT_VALUES values is refused, and the walk stops as soon as the count passes the limit
     (a refusal costs at most MAX_ARGUMENT_VALUES steps)."""
-    stack, seen = [(args, 1)], 1
-    while stack:
+    stack, seen = [(args, 1)] if isinstance(args, dict | list) else [], 1
+    while stack:  # containers only: a scalar's depth is its container's plus one
         value, level = stack.pop()
-        if level > MAX_ARGUMENT_DEPTH:
-            return f"they are nested deeper than {MAX_ARGUMENT_DEPTH} levels", seen
-        if isinstance(value, dict):
-            children: Any = value.values()
-        elif isinstance(value, list):
-            children = value
-        else:
+        children: Any = value.values() if isinstance(value, dict) else value
+        if not children:
             continue
+        if level >= MAX_ARGUMENT_DEPTH:
+            return f"they are nested deeper than {MAX_ARGUMENT_DEPTH} levels", seen
         seen += len(children)  # counted before they are walked: a huge list is refused in one step
         if seen > MAX_ARGUMENT_VALUES:
             return f"they hold more than {MAX_ARGUMENT_VALUES:,} values (send the data in parts, or as text)", seen
-        stack.extend((v, level + 1) for v in children)
+        stack.extend((v, level + 1) for v in children if isinstance(v, dict | list))
     try:
         json.dumps(args, allow_nan=False, ensure_ascii=False).encode("utf-8")
     except ValueError as exc:  # NaN / Infinity; UnicodeEncodeError (a lone surrogate) is a ValueError too
