@@ -271,16 +271,11 @@ MAX_ARGUMENT_DEPTH = 64
 MAX_ARGUMENT_VALUES = 100_000
 
 
-#: the argument values (as counted by `unsendable`) that calls of one episode may hold at once while
+#: the argument values (as counted by `argument_shape`) that calls of one episode may hold at once while
 #: they wait for a call slot or are being served; a call of at most FREE_VALUES values is not counted,
 #: so ordinary calls always get through. ~60 bytes a value: 250,000 values is ~15 MB of the runtime
 MAX_HELD_VALUES = 250_000
 FREE_VALUES = 1_000
-
-
-def unsendable(args: Any) -> str | None:
-    """Why `args` cannot go to a tool server as standard JSON, or None (see `argument_shape`)."""
-    return argument_shape(args)[0]
 
 
 def argument_shape(args: Any) -> tuple[str | None, int]:
