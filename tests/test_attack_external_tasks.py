@@ -150,3 +150,40 @@ async def test_a_tool_reply_past_the_limit_is_dropped_unbuffered_and_the_server_
         assert again.text.strip() == "3", again.text
     finally:
         await ep.close()
+
+
+async def test_a_tool_reply_of_too_many_values_is_refused_unparsed(runtime, tmp_path):
+    """The same pipe, a reply within the byte limit but of many small values (a program can make a
+    tool return every row it inserted): parsed, the SDK's server converts and serializes it again,
+    hundreds of MB of the host for a few MB of line. Counted before parsing, it is the call's error,
+    the child answered (so it stays in step) and the next call works."""
+    import tracemalloc
+
+    folder = write_task(tmp_path / "lib", "many_values", toml=textwrap.dedent('''\
+        id = "many_values"
+        domain = "inventory"
+        title = "Demo"
+        tools = ["list_items", "set_qty", "explode", "read_file", "count", "many"]
+        seed = 1
+        '''))
+    with open(folder / "tools.py", "a") as f:
+        f.write('\n\n@tool\ndef many(env: Env, n: int) -> list:\n    """n small rows."""\n'
+                '    return [{"i": i} for i in range(n)]\n')
+    task = get_task("many_values", tmp_path / "lib")
+    ep = await open_task_episode(runtime, task, "v0", EnvironmentCache(tmp_path / "cache"))
+    try:
+        small = await ep.run_program("print(len(tools['many'](n=20_000)))")
+        assert small.text.strip() == "20000", small.text
+        tracemalloc.start()
+        try:
+            r = await ep.run_program("try:\n    tools['many'](n=300_000)\nexcept ToolError as e:\n"
+                                     "    print('refused:', e)")
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        assert "refused:" in r.text and "the reply holds about 600,0" in r.text, r.text
+        assert peak < 40 * 2**20, f"the host held {peak:,} bytes for one reply"
+        again = await ep.run_program("print(tools['count']())")
+        assert again.text.strip() == "3", again.text
+    finally:
+        await ep.close()

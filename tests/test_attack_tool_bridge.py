@@ -152,6 +152,31 @@ async def test_a_stdio_servers_reply_past_the_line_limit_is_dropped_as_it_stream
     assert r.text.endswith("\n5"), r.text
 
 
+@pytest.mark.parametrize("code,refused", [
+    # 160,000 rows, as content (a text item per row) and as structured content: ~960,000 small values
+    # in ~16 MB, ~500 MB of the host once parsed
+    ("tools['rows'](n=160_000)", True),
+    ("tools['note'](text='[' + '0,' * 1_500_000 + '0]')", False),  # 3 MB of text and its commas: one value
+    ("tools['rows'](n=15_000)", False),  # ~90,000 values: within the bound
+])
+async def test_a_reply_of_too_many_values_is_refused_before_the_host_parses_it(ep, code, refused):
+    """A program chooses what a server answers; a reply's bytes are bounded (16 MiB) but its structure
+    was not: `rows(n=160000)` raised the runtime's memory by ~500 MB and held its event loop ~5 s
+    while the MCP client parsed and converted it. Counted before parsing, it is that call's
+    ToolError, the host stays small, and the server's connection still serves the next call."""
+    program = (f"try:\n    v = {code}\n    print('got', len(v))\n"
+               "except ToolError as e:\n    print('refused:', str(e)[:200])\n"
+               "print(tools['add'](a=2, b=3))")
+    r, grew = await peak_rss_during(ep.run_program(program))
+    assert r.text.endswith("\n5"), r.text
+    if refused:
+        assert "refused: rows: the reply holds about 960,0" in r.text, r.text
+        assert "replies of up to 100,000 values reach the host" in r.text, r.text
+        assert grew < 100, f"the host grew by {grew:.0f} MB"
+    else:
+        assert r.text.startswith("got "), r.text
+
+
 HELD = r'''
 import socket, struct, threading, time
 def slow():
@@ -234,3 +259,83 @@ async def test_calls_cut_off_with_their_program_give_back_what_they_held(ep):
     assert ep.router._held_values == 0
     r = await ep.run_program("try:\n    tools['note'](text=[[0] * 9] * 9000)\nexcept ToolError as e:\n    print(str(e)[:80])")
     assert "validation error" in r.text, r.text  # it reached the server: nothing was left held
+
+
+@pytest.fixture
+def http_fixture(request):
+    """The fixture server over streamable HTTP on a loopback port, its replies JSON bodies (gzipped
+    whatever the client asks, when the test is parametrized with "gzip")."""
+    import os
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    from tests.conftest import FIXTURE_SERVER
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = dict(os.environ, FIXTURE_HTTP_PORT=str(port))
+    if getattr(request, "param", None) == "gzip":
+        env["FIXTURE_HTTP_GZIP"] = "1"
+    proc = subprocess.Popen([sys.executable, str(FIXTURE_SERVER)], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                break
+        time.sleep(0.1)
+    try:
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        proc.kill()
+        proc.wait(10)
+
+
+async def test_an_http_servers_reply_is_bounded_in_bytes_and_values(http_fixture):
+    """Over streamable HTTP the MCP client read a JSON reply body whole, however long (the SDK bounds
+    SSE events, not JSON bodies): a program asking an HTTP server for 200 MB cost the host all of it
+    and more to parse it. Bounded as a stdio line is (16 MiB, then counted values), each is that call's
+    ToolError and the next call works."""
+    from envs.runtime.stdio_transport import MAX_LINE_BYTES
+    from envs.runtime.upstream import UpstreamSpec
+
+    rt = Runtime(RuntimeConfig(warm_pool=0, program_timeout_s=60))
+    await rt.start()
+    try:
+        ep = await rt.open_episode([UpstreamSpec("fx", url=http_fixture)])
+        try:
+            for code, said in [("tools['big'](chars=200_000_000)", "replies up to 16,777,216 bytes reach the host"),
+                               ("tools['rows'](n=160_000)", "replies of up to 100,000 values reach the host")]:
+                program = (f"try:\n    v = {code}\n    print('got', len(v))\n"
+                           "except ToolError as e:\n    print('refused:', str(e)[:300])\n"
+                           "print(tools['add'](a=2, b=3))")
+                r, grew = await peak_rss_during(ep.run_program(program))
+                assert r.text.startswith("refused:") and said in r.text, r.text
+                assert r.text.endswith("\n5"), r.text
+                # the body (16 MiB), the count's copy without its strings, the SDK's copy of what it read
+                assert grew < 4 * MAX_LINE_BYTES / 2**20, f"{code}: the host grew by {grew:.0f} MB"
+            ok = await ep.run_program("print(len(tools['rows'](n=15_000)), len(tools['big'](chars=5_000_000)))")
+            assert ok.text.strip() == "15000 5000000", ok.text
+        finally:
+            await ep.close()
+    finally:
+        await rt.close()
+
+
+@pytest.mark.parametrize("http_fixture", ["gzip"], indirect=True)
+async def test_an_http_server_that_compresses_its_replies_is_refused_not_decoded(http_fixture):
+    """A few MiB of gzip decode to gigabytes, past any bound on what was read: the client asks for
+    uncompressed replies, and a server that compresses anyway is refused at its first reply (here:
+    at start, with the reason), not decoded."""
+    from envs.runtime.upstream import UpstreamSpec
+
+    rt = Runtime(RuntimeConfig(warm_pool=0, program_timeout_s=60))
+    await rt.start()
+    try:
+        with pytest.raises(RuntimeError, match="compressed"):
+            await rt.open_episode([UpstreamSpec("fx", url=http_fixture)])
+    finally:
+        await rt.close()

@@ -30,12 +30,13 @@ from pydantic_core import to_jsonable_python
 from envs.format.tool_host import build_signature
 from envs.runtime.bridge import MAX_REPLY_BYTES
 from envs.runtime.sandbox import BWRAP_ENV
+from envs.runtime.untrusted_json import too_many_values
 from envs.runtime.upstream import Upstream, UpstreamSpec
 
 #: the most one line from the tool host may hold (its tool list, or one call's reply): tools.py is
 #: task code, possibly model-written, so the host buffers no more than this; a longer reply is the
 #: call's error and the child is restarted (the same bound as a reply that reaches a program)
-MAX_LINE_BYTES = MAX_REPLY_BYTES
+MAX_LINE_BYTES = MAX_REPLY_BYTES  # and of at most untrusted_json.MAX_REPLY_VALUES values, counted before parsing
 
 
 class HostedTaskTools(Upstream):
@@ -142,6 +143,9 @@ class HostedTaskTools(Upstream):
                 raise ToolError(f"the task's tool server stopped during the call (exit code {await proc.wait()}); "
                                 "it restarts at the next call, over the same environment: retry if the call is "
                                 "safe to repeat")
+        too_many = too_many_values(line)  # before parsing: what it would cost the host is the program's choice
+        if too_many is not None:
+            raise ToolError(too_many)
         reply = json.loads(line)
         if reply["id"] != req_id:
             raise RuntimeError(f"tool host reply {reply['id']} to request {req_id}")

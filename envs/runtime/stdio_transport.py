@@ -3,10 +3,12 @@
 The SDK's `mcp.client.stdio.stdio_client` gathers a server's output into one string until a newline
 arrives, however long: a server that answers with 1 GB on one line (a filesystem server asked for
 a file a program wrote, a task's server in a Harbor container) costs the host several GB. Programs
-choose what servers return, so this transport is the SDK's protocol with one rule added: a line
+choose what servers return, so this transport is the SDK's protocol with two rules added: a line
 past `max_line_bytes` is dropped as it streams in (at most `max_line_bytes` held), and the request
 it answered gets a JSON-RPC error saying so (its id is read from the line's first bytes; a line
-without one is reported to the session as an exception, and the call ends at the router's timeout).
+without one is reported to the session as an exception, and the call ends at the router's timeout);
+and a line of more values than the host should parse (`untrusted_json.MAX_REPLY_VALUES`) is answered
+the same way, unparsed (its top-level id read by msgspec, which skips the rest without building it).
 
 Everything else is the SDK's: messages are parsed by `mcp_types.jsonrpc_message_adapter`, the server
 runs in its own session (process group) with `get_default_environment()` plus its spec's variables,
@@ -28,8 +30,11 @@ from typing import Any
 
 import anyio
 import mcp_types as types
+import msgspec
 from mcp.client.stdio import StdioServerParameters, get_default_environment
 from mcp.shared.message import SessionMessage
+
+from envs.runtime.untrusted_json import too_many_values
 
 #: the longest line (one JSON-RPC message) the host holds from a stdio server: as much as a tool
 #: result may bring into a program (envs/runtime/bridge.MAX_REPLY_BYTES)
@@ -54,7 +59,25 @@ def _too_long(head: bytes, size: int, limit: int) -> SessionMessage | Exception:
                                              error=types.ErrorData(code=types.INTERNAL_ERROR, message=message)))
 
 
+class _Envelope(msgspec.Struct):
+    """A JSON-RPC message's top-level id and method, read without building the rest (msgspec skips it)."""
+
+    id: int | str | None = None
+    method: str | None = None  # a request or notification of the server's: its id is not one of ours
+
+
 def _parse(line: bytes) -> SessionMessage | Exception:
+    why = too_many_values(line)
+    if why is not None:  # refused unparsed: what it would cost is the program's choice (untrusted_json)
+        try:
+            envelope = msgspec.json.decode(line, type=_Envelope)
+        except msgspec.DecodeError as exc:
+            return ValueError(f"dropped a message from the server: {why}; and it is not JSON-RPC ({exc})")
+        msg_id = envelope.id
+        if msg_id is None or envelope.method is not None:
+            return ValueError(f"dropped a message from the server: {why}")
+        return SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=msg_id,
+                                                 error=types.ErrorData(code=types.INTERNAL_ERROR, message=why)))
     try:
         return SessionMessage(types.jsonrpc_message_adapter.validate_json(line, by_name=False))
     except ValueError as exc:

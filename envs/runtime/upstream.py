@@ -378,14 +378,17 @@ class Upstream:
                     if self.spec.url and self.spec.transport == "sse":
                         from mcp.client.sse import sse_client
 
+                        from envs.runtime.http_transport import capped_http_client
+
                         read, write, *_ = await stack.enter_async_context(
-                            sse_client(self.spec.url, headers=self.spec.headers))
+                            sse_client(self.spec.url, headers=self.spec.headers, httpx_client_factory=capped_http_client))
                     elif self.spec.url:
                         from mcp.client.streamable_http import streamable_http_client
-                        from mcp.shared._httpx_utils import create_mcp_http_client
 
-                        # the SDK's client (its timeouts, redirects) with this server's headers
-                        http = await stack.enter_async_context(create_mcp_http_client(headers=self.spec.headers))
+                        from envs.runtime.http_transport import capped_http_client
+
+                        # the SDK's client settings, replies bounded (http_transport), this server's headers
+                        http = await stack.enter_async_context(capped_http_client(headers=self.spec.headers))
                         read, write, *_ = await stack.enter_async_context(
                             streamable_http_client(self.spec.url, http_client=http))
                     else:

@@ -1,4 +1,4 @@
-"""A small MCP server (mcp 2.x, stdio) with the behaviours the runtime must handle.
+"""A small MCP server (mcp 2.x, stdio; streamable HTTP on 127.0.0.1 with FIXTURE_HTTP_PORT) with the behaviours the runtime must handle.
 
 Not a mock of the runtime: a real server process whose tools cover native returns (wrapped ints,
 lists, dicts, plain text), compliant errors (isError), a non-compliant server that reports
@@ -110,9 +110,47 @@ def crash() -> str:
     os._exit(3)
 
 
+def gzip_always(app):
+    """An ASGI wrapper that sends every response body gzipped, ignoring the client's Accept-Encoding."""
+    import gzip
+
+    async def wrapped(scope, receive, send):
+        if scope["type"] != "http":
+            return await app(scope, receive, send)
+        start, body = None, []
+
+        async def capture(message):
+            nonlocal start
+            if message["type"] == "http.response.start":
+                start = message
+            elif message["type"] == "http.response.body":
+                body.append(message.get("body", b""))
+                if not message.get("more_body"):
+                    data = gzip.compress(b"".join(body))
+                    headers = [(k, v) for k, v in start["headers"] if k.lower() not in (b"content-length",
+                                                                                       b"content-encoding")]
+                    await send({**start, "headers": [*headers, (b"content-encoding", b"gzip"),
+                                                     (b"content-length", str(len(data)).encode())]})
+                    await send({"type": "http.response.body", "body": data})
+
+        await app(scope, receive, capture)
+
+    return wrapped
+
+
 if __name__ == "__main__":
     if os.environ.get("FIXTURE_FAIL_AT_START"):  # a server that cannot start, and says why on stderr
         print("Traceback (most recent call last):\nFileNotFoundError: DATA_DIR /nope/loca-data is missing",
               file=sys.stderr)
         sys.exit(3)
-    server.run()
+    if os.environ.get("FIXTURE_HTTP_PORT"):  # the same tools over streamable HTTP, replies as JSON bodies
+        if os.environ.get("FIXTURE_HTTP_GZIP"):  # a hostile server: every body gzipped, whatever was asked
+            import uvicorn
+
+            app = gzip_always(server.streamable_http_app(json_response=True))
+            uvicorn.run(app, host="127.0.0.1", port=int(os.environ["FIXTURE_HTTP_PORT"]), log_level="warning")
+        else:
+            server.run("streamable-http", host="127.0.0.1", port=int(os.environ["FIXTURE_HTTP_PORT"]),
+                       json_response=True)
+    else:
+        server.run()
