@@ -4,7 +4,8 @@ A tool server's reply is what the program asked for, and its bytes are bounded (
 what they parse to: 16 MB of small values (`[{"i": 0}, ...]`) became ~500 MB of the host's memory
 and ~5 s of its event loop while the MCP client parsed and converted it. `json_values` counts the
 values of a text without parsing it (a few vectorized passes over the bytes), so a reader can refuse
-a reply of too many values before it costs anything: `too_many_values`.
+a reply of too many values before it costs anything (`too_many_values`), and the tool bridge a
+request of too many (`values_over`).
 
 The count is an upper estimate that is exact for valid JSON up to a constant: every element and
 object entry but the first of a container follows a comma, and every container opens with `[` or
@@ -49,14 +50,21 @@ def json_values(data: bytes | bytearray) -> int:
     return values
 
 
-def too_many_values(data: bytes | bytearray, limit: int = MAX_REPLY_VALUES) -> str | None:
-    """Why the JSON text `data` is refused unparsed, or None: it holds more than `limit` values."""
+def values_over(data: bytes | bytearray, limit: int) -> int | None:
+    """How many values the JSON text `data` holds (json_values) when that is more than `limit`, else
+    None. Cheap where it cannot be more: short texts, and texts with few commas and brackets at all."""
     if len(data) < COUNT_FROM_BYTES:
         return None
     if data.count(b",") + data.count(b"[") + data.count(b"{") + 1 <= limit:  # strings' commas too: small
         return None
     n = json_values(data)
-    if n <= limit:
+    return n if n > limit else None
+
+
+def too_many_values(data: bytes | bytearray, limit: int = MAX_REPLY_VALUES) -> str | None:
+    """Why the reply `data` (JSON text) is refused unparsed, or None: it holds more than `limit` values."""
+    n = values_over(data, limit)
+    if n is None:
         return None
     return (f"the reply holds about {n:,} values; replies of up to {limit:,} values reach the host "
             "(ask for less: a page, a range; or for text)")
