@@ -100,8 +100,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 1 if errors or summary["stats"]["failed"] or not summary["overall"] else 0
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    parser = sub.add_parser("harbor", help="Harbor tasks (exported or a public benchmark): oracle check, model runs")
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """`progagent harbor check|run` (launch/cli.py gives the command its parser)."""
     hsub = parser.add_subparsers(dest="harbor_command", required=True)
     p = hsub.add_parser("check", help="untouched container scores 0, solution/solve.sh scores 1")
     p.add_argument("sources", nargs="+", help="Harbor task folders or dataset folders of them")
