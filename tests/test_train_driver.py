@@ -138,19 +138,27 @@ def test_ray_job_submit_resumes_the_checkpoint_on_a_head_node(checkpointed_run, 
     ckpt = run / "checkpoint"
     state = msgspec.msgpack.decode((ckpt / "rollouts.msgpack").read_bytes(), type=ManagerState)
     pending = [idx for g in state.groups for idx in g.pending]
-    # the dashboard agent's HTTP port too: its default (52365) is taken by any other cluster on the
-    # machine (the test session's), and the head's job agent then never comes up
-    port, dash, agent = _free_port(), _free_port(), _free_port()
     # as after `source .venv/bin/activate`: the head (and so the job entrypoint) runs the venv's python
     # PROGAGENT_HOME: where a job's relative run.out_dir goes (launch/paths.py); the job inherits it
     env = dict(os.environ, RAY_AUTH_MODE="token", PATH=f"{BIN}:{os.environ['PATH']}", PROGAGENT_HOME=str(tmp_path))
     ray_bin = str(BIN / "ray")
     temp = tempfile.mkdtemp(prefix="rj", dir="/tmp")  # short: Ray's Unix socket paths are limited to 107 bytes
-    subprocess.run([ray_bin, "start", "--head", f"--port={port}", f"--dashboard-port={dash}",
-                    f"--dashboard-agent-listen-port={agent}", "--num-cpus=4",
-                    "--disable-usage-stats", f"--temp-dir={temp}"], check=True, env=env,
-                   capture_output=True, timeout=120)
+    port = 0
     try:
+        # inside the try: a head that failed half-way (its GCS may run on) is stopped too. Twice at most: a
+        # port found free can be taken by another test before Ray binds it. The dashboard agent's HTTP port
+        # too: its default (52365) is taken by any other cluster on the machine (the test session's), and
+        # the head's job agent then never comes up
+        for _ in range(2):
+            port, dash, agent = _free_port(), _free_port(), _free_port()
+            started = subprocess.run([ray_bin, "start", "--head", f"--port={port}", f"--dashboard-port={dash}",
+                                      f"--dashboard-agent-listen-port={agent}", "--num-cpus=4",
+                                      "--disable-usage-stats", f"--temp-dir={temp}"], env=env,
+                                     capture_output=True, text=True, timeout=120)
+            if started.returncode == 0:
+                break
+            _stop_cluster(temp, port)
+        assert started.returncode == 0, f"ray start failed twice:\n{started.stdout[-3000:]}\n{started.stderr[-3000:]}"
         out = tmp_path / "runs"
         cmd = [ray_bin, "job", "submit", "--address", f"http://127.0.0.1:{dash}", "--working-dir", str(ROOT),
                "--", "python", "-m", "launch.train", "--config", "configs/local.yaml", *KILL,
