@@ -16,8 +16,8 @@
 # serial (serial took 12:29, and two tests failed under the contention): not kept. Each part alone, per
 # test: 1,267 s of busy CPU (serial 686, beside 260, parallel 321), so at least 10.6 min on 2 cores in any
 # layout; of serial's, 17 generator actors took 127 s, 11 learner ranks 94 s, 32 env workers 77 s, mostly
-# imports (torch and transformers: ~3.4 s of CPU per process, 1.4 s of it transformers scanning the
-# installed packages and its model registry). This layout then: 14:29 (serial 10:23, beside 6:01, parallel
+# imports (torch and transformers' model classes: ~3.4 s of CPU per process; `import transformers` alone
+# 0.85 s, which every env worker pays for its tokenizer). This layout then: 14:29 (serial 10:23, beside 6:01, parallel
 # 3:45, verifiers 0:08), all passing.
 # Earlier: 12:32, 12:50 and 13:26 on 2026-12-06 (the host varies by ~1 min; fastest: serial 9:12, beside 5:28, parallel 3:02, verifiers 0:07; 1,290 s of busy
 # CPU, so at least 10.8 min on 2 cores whatever the layout: most of it is the actor starts of end-to-end tests)

@@ -143,14 +143,15 @@ def test_ray_job_submit_resumes_the_checkpoint_on_a_head_node(checkpointed_run, 
     env = dict(os.environ, RAY_AUTH_MODE="token", PATH=f"{BIN}:{os.environ['PATH']}", PROGAGENT_HOME=str(tmp_path))
     ray_bin = str(BIN / "ray")
     temp = tempfile.mkdtemp(prefix="rj", dir="/tmp")  # short: Ray's Unix socket paths are limited to 107 bytes
-    port = 0
+    # the dashboard agent's HTTP port too: its default (52365) is taken by any other cluster on the
+    # machine (the test session's), and the head's job agent then never comes up
+    port, dash, agent = _free_port(), _free_port(), _free_port()
     try:
         # inside the try: a head that failed half-way (its GCS may run on) is stopped too. Twice at most: a
-        # port found free can be taken by another test before Ray binds it. The dashboard agent's HTTP port
-        # too: its default (52365) is taken by any other cluster on the machine (the test session's), and
-        # the head's job agent then never comes up
-        for _ in range(2):
-            port, dash, agent = _free_port(), _free_port(), _free_port()
+        # port found free can be taken by another test before Ray binds it
+        for attempt in range(2):
+            if attempt:
+                port, dash, agent = _free_port(), _free_port(), _free_port()
             started = subprocess.run([ray_bin, "start", "--head", f"--port={port}", f"--dashboard-port={dash}",
                                       f"--dashboard-agent-listen-port={agent}", "--num-cpus=4",
                                       "--disable-usage-stats", f"--temp-dir={temp}"], env=env,
