@@ -152,6 +152,18 @@ async def test_a_stdio_servers_reply_past_the_line_limit_is_dropped_as_it_stream
     assert r.text.endswith("\n5"), r.text
 
 
+async def test_a_flood_of_lines_that_are_not_messages_costs_the_host_one_read_at_a_time(ep):
+    """A server (a program chooses what it is asked) can write anything between messages: 40 MB of
+    short lines that are not JSON-RPC. The transport reads them as they come and the session drops
+    each; what waits in the host is one pipe read's lines, unparsed, not a parsed error per line
+    (~1 KB each: a 64 KiB read of 3,000 such lines held ~10 MB at once), and the call still gets its
+    answer, and the next one too."""
+    r, grew = await peak_rss_during(ep.run_program("print(tools['garbage'](lines=2_000_000))\n"
+                                                   "print(tools['add'](a=2, b=3))"))
+    assert r.text == "flooded\n5", r.text
+    assert grew < 40, f"the host grew by {grew:.0f} MB"
+
+
 @pytest.mark.parametrize("code,refused", [
     # 160,000 rows, as content (a text item per row) and as structured content: ~960,000 small values
     # in ~16 MB, ~500 MB of the host once parsed

@@ -104,6 +104,20 @@ def log_line(text: str) -> str:
 
 
 @server.tool()
+def garbage(lines: int, width: int = 20) -> str:
+    """Write `lines` lines of `width` bytes that are not JSON-RPC to stdout (a hostile or broken
+    server's flood between messages), then answer."""
+    line = b"x" * width + b"\n"
+    block = line * max(1, 65536 // len(line))
+    out = sys.stdout.buffer
+    out.flush()
+    for _ in range(lines // (65536 // len(line))):
+        out.write(block)
+    out.flush()
+    return "flooded"
+
+
+@server.tool()
 def crash() -> str:
     """Kill this server process in the middle of the call."""
     sys.stderr.flush()
