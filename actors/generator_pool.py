@@ -28,6 +28,7 @@ from typing import Any
 
 import ray
 
+from actors.startup import collector_paused
 from rollout.weights.base import WeightTransferError, make_receiver
 from schema.config import API_PREFIX, GeneratorSpec, WeightTransportConfig
 from schema.records import Generation, Prompt, SamplingParams, WeightUpdate
@@ -88,7 +89,8 @@ def resolve_tokenizer(path: str) -> str:
 class GeneratorActor:
     def __init__(self, spec: GeneratorSpec, model: str):
         self.spec = spec
-        self.backend = build_backend(spec, model)
+        with collector_paused():  # actors/startup.py: ~0.8 s of CPU less per start
+            self.backend = build_backend(spec, model)
         self._receivers: dict[str, Any] = {}  # by transport kind: a collective's keeps its group
 
     async def generate(self, prompt: Prompt, sampling: SamplingParams) -> Generation:

@@ -45,6 +45,7 @@ from ray.util.placement_group import (
 )
 from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
+from actors.startup import collector_paused
 from rollout.weights.base import Outbox
 from schema.config import LearnerConfig, WeightTransportConfig
 from schema.records import WeightUpdate
@@ -105,7 +106,8 @@ class LearnerRank:
     """One rank: a torch.distributed process and its learner backend."""
 
     def __init__(self, rank: int, world: int, threads: int | None = None):
-        import torch
+        with collector_paused():  # actors/startup.py
+            import torch
 
         if threads:
             torch.set_num_threads(threads)
@@ -126,7 +128,8 @@ class LearnerRank:
         """The backend on this rank; `master` None: the one rank of an unreserved learner, no process group."""
         import torch
 
-        from learner.base import build_learner
+        with collector_paused():  # actors/startup.py
+            from learner.base import build_learner
 
         cuda = torch.cuda.is_available()
         local = 0
@@ -140,7 +143,8 @@ class LearnerRank:
                               WORLD_SIZE=str(self.world), LOCAL_RANK=str(local), LOCAL_WORLD_SIZE=str(local_world))
             torch.distributed.init_process_group("nccl" if cuda else "gloo", rank=self.rank, world_size=self.world)
         self.model_path, self.cfg = model_path, cfg
-        self.learner = build_learner(model_path, cfg)
+        with collector_paused():  # its imports and the model: actors/startup.py
+            self.learner = build_learner(model_path, cfg)
 
     def train_step(self, groups: list[list[Any]]) -> dict[str, float]:
         return self.learner.train_step(groups)
