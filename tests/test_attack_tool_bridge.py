@@ -164,6 +164,21 @@ async def test_a_flood_of_lines_that_are_not_messages_costs_the_host_one_read_at
     assert grew < 40, f"the host grew by {grew:.0f} MB"
 
 
+async def test_concurrent_large_calls_reach_the_server_whole_and_come_back_to_their_callers(ep):
+    """Each call is written to the server's stdin by the task that makes it (no writer task): eight
+    calls at once, each larger than a pipe holds (1 MB: the writers wait in `drain` together), must
+    not interleave on the way, and each caller gets its own answer."""
+    code = ("from concurrent.futures import ThreadPoolExecutor\n"
+            "def one(i):\n"
+            "    text = chr(65 + i) * 1_000_000 + str(i)\n"
+            "    return tools['note'](text=text) == text\n"
+            "with ThreadPoolExecutor(8) as pool:\n"
+            "    print(list(pool.map(one, range(8))))\n"
+            "print(tools['add'](a=2, b=3))")
+    r = await ep.run_program(code)
+    assert r.text == f"{[True] * 8}\n5", r.text
+
+
 @pytest.mark.parametrize("code,refused", [
     # 160,000 rows, as content (a text item per row) and as structured content: ~960,000 small values
     # in ~16 MB, ~500 MB of the host once parsed

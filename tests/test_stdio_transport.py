@@ -1,0 +1,41 @@
+"""envs/runtime/stdio_transport.py's ServerOutput on its own: what a server's stdout brings, in any
+chunking, becomes the same messages; an overlong line is that request's error without being held."""
+
+import json
+
+import anyio
+import mcp_types as types
+import pytest
+
+from envs.runtime.stdio_transport import ServerOutput
+
+
+def _response(i: int, text: str) -> bytes:
+    return json.dumps({"jsonrpc": "2.0", "id": i, "result": {"content": [{"type": "text", "text": text}]}}).encode()
+
+
+async def _read_all(data: bytes, chunk: int, max_line_bytes: int) -> list:
+    send, receive = anyio.create_memory_object_stream[bytes](len(data) // chunk + 2)
+    for start in range(0, len(data), chunk):
+        send.send_nowait(data[start:start + chunk])
+    send.close()
+
+    class Pipe:  # a process's stdout as anyio gives it: chunks, then EndOfStream
+        async def receive(self) -> bytes:
+            return await receive.receive()
+
+    out = ServerOutput(Pipe(), max_line_bytes)
+    return [item async for item in out]
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 4096, 1 << 20])
+async def test_messages_come_out_whole_and_in_order_whatever_the_chunking(chunk):
+    lines = [_response(1, "a"), b"", b"   ", _response(2, "b" * 3000), b"not json", _response(3, "c\\u00e9")]
+    data = b"\n".join(lines) + b"\n" + b'{"jsonrpc": "2.0", "id": 4, "res'  # a last line never ended: not a message
+    items = await _read_all(data, chunk, max_line_bytes=2000)
+    assert len(items) == 4, items
+    first, overlong, garbage, last = items
+    assert first.message.id == 1 and last.message.id == 3
+    assert isinstance(overlong.message, types.JSONRPCError) and overlong.message.id == 2  # its request learns why
+    assert "replies up to 2,000 bytes reach the host" in overlong.message.error.message
+    assert isinstance(garbage, Exception)  # reported to the session, which logs and drops it
