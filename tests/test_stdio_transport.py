@@ -39,3 +39,42 @@ async def test_messages_come_out_whole_and_in_order_whatever_the_chunking(chunk)
     assert isinstance(overlong.message, types.JSONRPCError) and overlong.message.id == 2  # its request learns why
     assert "replies up to 2,000 bytes reach the host" in overlong.message.error.message
     assert isinstance(garbage, Exception)  # reported to the session, which logs and drops it
+
+
+CHILD_THAT_READS_LATE = "import sys, time; time.sleep(2); print(len(sys.stdin.buffer.read()))"
+
+
+@pytest.mark.parametrize("senders", [1, 4])
+async def test_sends_that_end_while_the_server_reads_nothing_leave_at_most_one_message_behind(senders):
+    """A hung server reads nothing from its stdin; each call to it ends at its deadline. What a call
+    wrote must not stay behind for the next call to add to: the host held every message written
+    meanwhile (40 x 1 MB here; at 4 MiB a call, ~5 MB a second per call slot, for as long as the
+    server hangs). At most one message waits in the pipe's buffer; the other sends wait their turn and
+    end holding nothing. The child reads what reached it once it wakes: that is what the host held."""
+    import sys
+
+    from mcp.shared.message import SessionMessage
+
+    from envs.runtime.stdio_transport import ServerInput
+
+    process = await anyio.open_process([sys.executable, "-c", CHILD_THAT_READS_LATE])
+    pipe = ServerInput(process.stdin)
+    message = SessionMessage(types.JSONRPCNotification(jsonrpc="2.0", method="notifications/message",
+                                                       params={"level": "info", "data": "x" * 1_000_000}))
+    ended = 0
+
+    async def sender() -> None:
+        nonlocal ended
+        for _ in range(40 // senders):
+            with anyio.move_on_after(0.02) as scope:
+                await pipe.send(message)
+            ended += scope.cancelled_caught
+
+    async with anyio.create_task_group() as tg:
+        for _ in range(senders):
+            tg.start_soon(sender)
+    await process.stdin.aclose()
+    got = int((await process.stdout.receive()).decode())
+    await process.wait()
+    assert ended >= 39
+    assert got < 2 * 1_000_100, f"{got:,} bytes were held for a server that read nothing"

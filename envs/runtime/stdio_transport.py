@@ -174,21 +174,34 @@ class ServerOutput:
 class ServerInput:
     """The session's write stream (`WriteStream`): each message written to the server's stdin by the
     task that sends it (ServerOutput says why no writer task). A message is one `write` of one line,
-    so concurrent sends never interleave; a server that stops reading holds its sender in `drain`,
-    within that call's deadline. A write that fails is the SDK's BrokenResourceError (a lost
-    connection). A server that closed its stdin is found as before: the write is lost without an
-    error and the call ends at its deadline."""
+    so concurrent sends never interleave.
+
+    One message at a time: a server that reads nothing (hung, or hostile) holds the message being
+    written in the pipe's buffer, and the calls after it wait for their turn, each ending at its own
+    deadline having written nothing. Without the turn, every call's message was added to the buffer
+    and stayed there when its call ended (40 calls of 1 MB: 40 MB held; a call may carry 4 MiB). A
+    send that ended before the pipe took its message leaves it there, so the next one first waits for
+    the buffer to drain, adding nothing (`_behind`). A write that fails is the SDK's
+    BrokenResourceError (a lost connection); a server that closed its stdin is found as before: the
+    write is lost without an error and the call ends at its deadline."""
 
     def __init__(self, stdin: Any):
         self._stdin = stdin
         self._closed = False
+        self._turn = anyio.Lock(fast_acquire=True)  # no yield when free: most calls find it free
+        self._behind = False  # a send ended before the pipe took all it wrote
 
     async def send(self, message: SessionMessage) -> None:
         if self._closed:
             raise anyio.ClosedResourceError
-        data = message.message.model_dump_json(by_alias=True, exclude_unset=True)
+        line = message.message.model_dump_json(by_alias=True, exclude_unset=True).encode() + b"\n"
         try:
-            await self._stdin.send(data.encode() + b"\n")
+            async with self._turn:
+                if self._behind:
+                    await self._stdin.send(b"")  # writes nothing, waits for the buffer to drain
+                self._behind = True
+                await self._stdin.send(line)
+                self._behind = False
         except OSError as exc:
             raise anyio.BrokenResourceError from exc
 
