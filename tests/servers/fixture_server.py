@@ -104,16 +104,21 @@ def log_line(text: str) -> str:
 
 
 @server.tool()
-def garbage(lines: int, width: int = 20) -> str:
-    """Write `lines` lines of `width` bytes that are not JSON-RPC to stdout (a hostile or broken
-    server's flood between messages), then answer."""
+def garbage(lines: int, width: int = 20, notifications: bool = False) -> str:
+    """Write `lines` lines of `width` bytes that are not JSON-RPC on the wire (a hostile or broken
+    server's flood between messages), or as many log notifications, then answer."""
     line = b"x" * width + b"\n"
+    if notifications:
+        line = (b'{"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "'
+                + b"x" * width + b'"}}\n')
     block = line * max(1, 65536 // len(line))
-    out = sys.stdout.buffer
-    out.flush()
+    from mcp.server.stdio import _claims  # the SDK points fd 1 at stderr and keeps the wire on a private fd
+
+    wire = _claims[1].private_fd if 1 in _claims and _claims[1].private_fd is not None else 1
     for _ in range(lines // (65536 // len(line))):
-        out.write(block)
-    out.flush()
+        view = memoryview(block)
+        while view:
+            view = view[os.write(wire, view):]
     return "flooded"
 
 
