@@ -12,6 +12,10 @@
 # - last, the verifiers taskset's tests in .venv-verifiers (verifiers pins mcp==2.0.0: scripts/install.sh).
 # All parts run; the exit status is the first failing part's; beside's and the type check's output
 # follow serial's.
+# Measured on 2 cores, 2026-12-06 (last): 14:48 and 13:56 (serial 10:30 / 9:44, beside 5:55, parallel 3:56 / 3:52,
+# verifiers 0:08 / 0:07), all passing, with actors loading torch with the collector paused (~0.4-0.8 s of CPU
+# less per torch actor: a few percent of the suite). Beside alone prints its summary (122 passed in 4:15); with
+# serial alongside it ended without it once more (exit status 0, every test reached).
 # Measured on 2 cores, 2026-12-06 (later): 13:50 with parallel started as soon as beside ended, alongside
 # serial (serial took 12:29, and two tests failed under the contention): not kept. Each part alone, per
 # test: 1,267 s of busy CPU (serial 686, beside 260, parallel 321), so at least 10.6 min on 2 cores in any
