@@ -138,6 +138,16 @@ def ray_session():
 
 
 @pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config):
+    """pytest's summary sits in stdout's buffer (a file here, so block-buffered) until the interpreter's
+    last flush, which comes after the atexit handlers of what the tests loaded (Ray's, torch's, the
+    MCP SDK's): flushed here, before them. In scripts/test.sh, beside twice ended with exit status 0
+    after its last test but without its summary, when serial ran alongside; alone it never did."""
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+
+
+@pytest.hookimpl(trylast=True)
 def pytest_runtest_teardown(item, nextitem):
     """After the last test of a run of RAY_FILES (and its module fixtures): stop the shared cluster."""
     if _file(item) in RAY_FILES and (nextitem is None or _file(nextitem) not in RAY_FILES):
