@@ -12,7 +12,7 @@
 # - last, the verifiers taskset's tests in .venv-verifiers (verifiers pins mcp==2.0.0: scripts/install.sh).
 # All parts run; the exit status is the first failing part's; beside's and the type check's output
 # follow serial's.
-# Measured on 2 cores, 2026-12-06 (last): 14:48 and 13:56 (serial 10:30 / 9:44, beside 5:55, parallel 3:56 / 3:52,
+# Measured on 2 cores, 2026-12-06 (last): 14:48, 13:56 and 13:47 (serial 10:30 / 9:44 / 9:43, beside ~5:53, parallel 3:43-3:56,
 # verifiers 0:08 / 0:07), all passing, with actors loading torch with the collector paused (~0.4-0.8 s of CPU
 # less per torch actor: a few percent of the suite). Beside alone prints its summary (122 passed in 4:15); with
 # serial alongside it ended without it once more (exit status 0, every test reached).
