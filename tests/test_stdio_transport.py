@@ -1,5 +1,7 @@
-"""envs/runtime/stdio_transport.py's ServerOutput on its own: what a server's stdout brings, in any
-chunking, becomes the same messages; an overlong line is that request's error without being held."""
+"""envs/runtime/stdio_transport.py's streams on their own, over real pipes or chunks: what a server's
+stdout brings becomes the same messages in any chunking, an overlong line is that request's error
+without being held (ServerOutput); sends to a server that reads nothing leave one message behind,
+not one per call (ServerInput)."""
 
 import json
 

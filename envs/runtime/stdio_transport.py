@@ -95,7 +95,8 @@ class ServerOutput:
 
     No task and memory stream between the pipe and the session, as the SDK's transport has: each
     hop is a task switch per message, and with the same hop on the write side (ServerInput) they
-    were ~5-10% of a tool call's time here (a call took 0.94x the SDK client's with both gone).
+    were up to ~5-10% of a tool call's time here (a call took 0.93-1.03x the SDK client's with both
+    gone, 1.01-1.07x before; alternating batches on a noisy VM).
     What one read of the pipe completes waits here as bytes (at most 64 KiB of lines, besides one
     line of up to `max_line_bytes`), each parsed when the session takes it: a flood of short lines
     that are not messages holds one read's bytes, not an error object per line; and the event loop
@@ -183,8 +184,9 @@ class ServerInput:
     written in the pipe's buffer, and the calls after it wait for their turn, each ending at its own
     deadline having written nothing. Without the turn, every call's message was added to the buffer
     and stayed there when its call ended (40 calls of 1 MB: 40 MB held; a call may carry 4 MiB). A
-    send that ended before the pipe took its message leaves it there, so the next one first waits for
-    the buffer to drain, adding nothing (`_behind`). A write that fails is the SDK's
+    send that ended before the pipe took its message leaves it there, so the next one first waits,
+    adding nothing, until the buffer is below the transport's high-water mark (`_behind`): what is held
+    for a server that reads nothing is one message and at most that mark (64 KiB). A write that fails is the SDK's
     BrokenResourceError (a lost connection); a server that closed its stdin is found as before: the
     write is lost without an error and the call ends at its deadline."""
 
