@@ -7,11 +7,11 @@ Each backend takes the same GSPO steps on the same synthetic groups (random toke
 sequence the model's own, fake behaviour log-probs, rewards varying within a group): one warm-up
 step, then the median of `--steps` timed steps. Each backend runs in a fresh process, alternating
 with the other `--repeats` times; its fastest repeat counts. Tokens/s counts every token of the step
-(prompt and completion) through the π_old forward, the forward and backward, and the optimizer
-step. The megatron row is skipped where megatron-core or mbridge is not installed. Two row layouts
-by default: sequences packed into rows of 4096 tokens (the torch backend then attends through a
-block-causal T×T mask, the megatron backend pads the row's sequences into a batch) and one
-sequence per row.
+(prompt and completion) through the forward and backward (π_old is their log-probs, detached) and
+the optimizer step. The megatron row is skipped where megatron-core or mbridge is not installed. Two
+row layouts by default: sequences packed into rows of 4096 tokens (the megatron backend pads the
+row's sequences into a batch; the torch backend on CPU runs a row per sequence whatever the budget,
+and packs under a block-causal T×T mask on a GPU without flash attention) and one sequence per row.
 """
 
 from __future__ import annotations

@@ -478,22 +478,36 @@ class MegatronLearner:
         return metrics | self._policy_update(samples)
 
     def _policy_update(self, samples: list[Sample]) -> dict[str, float]:
+        """One optimizer step; π_old is each micro-batch's log-probs under πθ, detached, as in the
+        torch backend (the update is one step at the end: no forward-only pass for π_old)."""
         lc = self.cfg.loss
         rows = pack(samples, self.cfg.max_tokens_per_micro_batch)
         mbs = self._micro_batches(rows)
         advantages = torch.tensor([s.advantage for s in samples], device=self.device)
         n_seq = len(samples)
-        # π_old on the learner (before the update), compared with the generators' behaviour log-probs
-        olds = self._run(mbs, lambda k, mb, logp: (None, logp.detach()), forward_only=True)
+        # the step-wide normaliser, from all rows (every rank packs the same rows)
+        total_mask = float(sum(sum(r.mask) for r in rows))
+        seqs_with_tokens = len({s for r in rows for s, m in zip(r.seq, r.mask, strict=True) if m})
+        norm = total_mask if lc.aggregation == "token-mean" else float(max(1, seqs_with_tokens))
+        loss_fn = get_loss(lc.name)
+        # π_old against the generators' behaviour log-probs, summed over this rank's micro-batches
         part = {"abs": 0.0, "n": 0, "ratio": 0.0, "max": -float("inf"), "min": float("inf")}
-        for mb, old in zip(mbs, olds, strict=False):
-            m = mb.flat["mask"].bool()
-            d = (old - mb.flat["behaviour"])[m]
+
+        def policy_loss(k: int, mb: _MicroBatch, logp: torch.Tensor):
+            nonlocal part
+            old, t = logp.detach(), mb.flat
+            d = (old - t["behaviour"])[t["mask"].bool()]
             if d.numel():
                 r = torch.exp(d)
                 part = {"abs": part["abs"] + d.abs().sum().item(), "n": part["n"] + d.numel(),
                         "ratio": part["ratio"] + r.sum().item(), "max": max(part["max"], r.max().item()),
                         "min": min(part["min"], r.min().item())}
+            weights = torch.clamp(torch.exp(old - t["behaviour"]), max=lc.tis_cap) if lc.tis_cap > 0 else None
+            loss, stats = loss_fn(logp, old, advantages, t["mask"], t["seq"], n_seq, lc, norm=norm, weights=weights)
+            return loss, {"loss": loss.item(), **stats}
+
+        self._zero_grad()
+        infos = self._run(mbs, policy_loss, forward_only=False)
         parts = [p for p in self._dp_gather(part) if p["n"]]
         n_tok = sum(p["n"] for p in parts)
         metrics = {"logprob_mismatch_abs_mean": sum(p["abs"] for p in parts) / n_tok if n_tok else 0.0,
@@ -501,20 +515,6 @@ class MegatronLearner:
                    "behaviour_ratio_max": max(p["max"] for p in parts) if n_tok else 1.0,
                    "behaviour_ratio_min": min(p["min"] for p in parts) if n_tok else 1.0}
         metrics = self._from_last_stage(metrics)  # π_old exists on the last pipeline stage only
-        # the step-wide normaliser, from all rows (every rank packs the same rows)
-        total_mask = float(sum(sum(r.mask) for r in rows))
-        seqs_with_tokens = len({s for r in rows for s, m in zip(r.seq, r.mask, strict=True) if m})
-        norm = total_mask if lc.aggregation == "token-mean" else float(max(1, seqs_with_tokens))
-        loss_fn = get_loss(lc.name)
-
-        def policy_loss(k: int, mb: _MicroBatch, logp: torch.Tensor):
-            old, t = olds[k], mb.flat
-            weights = torch.clamp(torch.exp(old - t["behaviour"]), max=lc.tis_cap) if lc.tis_cap > 0 else None
-            loss, stats = loss_fn(logp, old, advantages, t["mask"], t["seq"], n_seq, lc, norm=norm, weights=weights)
-            return loss, {"loss": loss.item(), **stats}
-
-        self._zero_grad()
-        infos = self._run(mbs, policy_loss, forward_only=False)
         stats = self._step_stats(infos)
         metrics |= {k: v for k, v in stats.items() if k != "loss"}
         metrics |= self._optimizer_step()

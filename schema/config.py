@@ -241,7 +241,8 @@ class LearnerConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     optim: OptimConfig = OptimConfig()
     sft: SFTConfig = SFTConfig()
     megatron: MegatronConfig = MegatronConfig()
-    #: packed rows per forward pass hold at most this many tokens (gradient accumulation over rows)
+    #: packed rows per forward pass hold at most this many tokens (gradient accumulation over rows);
+    #: the torch backend on CPU without flash attention runs a row per sequence (TorchLearner._rows)
     max_tokens_per_micro_batch: int = 16_384
     temperature: float = 1.0  # log-probs are of logits / temperature, as the generators report them
     bf16: bool = True  # autocast on GPU; CPU runs in float32

@@ -32,12 +32,16 @@ def params(learner):
 
 
 def test_packed_rows_equal_separate_forwards(tiny_path):  # noqa: F811
+    """Packed rows under the block mask (the GPU's rule without flash attention) give each sequence's
+    log-probs as its own row does (CPU's rule: one sequence per row, see TorchLearner._rows)."""
     learner = TorchLearner(tiny_path, LearnerConfig(max_tokens_per_micro_batch=4096))
     samples = [Sample(t.token_ids, t.loss_mask, t.logprobs) for g in groups() for t in g]
     assert len(pack(samples, 4096)) == 1
-    packed = learner.logprobs(samples)
-    learner.cfg = LearnerConfig(max_tokens_per_micro_batch=1)  # one row per sequence
+    assert learner._rows(samples)[1] == len(samples)  # on CPU: a row per sequence
     separate = learner.logprobs(samples)
+    learner._packs = True  # as on a GPU: one packed row, the block mask
+    assert learner._rows(samples)[1] == 1
+    packed = learner.logprobs(samples)
     for a, b in zip(packed, separate, strict=True):
         assert torch.allclose(torch.tensor(a), torch.tensor(b), atol=1e-5)
 
@@ -48,6 +52,7 @@ def test_micro_batches_give_the_same_step(tiny_path):  # noqa: F811
     for budget in (4096, 60):
         learner = TorchLearner(tiny_path, LearnerConfig(loss=cfg, optim=OptimConfig(lr=1e-3),
                                                         max_tokens_per_micro_batch=budget))
+        learner._packs = budget == 4096  # one packed row, as on a GPU, against CPU's row per sequence
         metrics = learner.train_step(groups())
         results.append((params(learner), metrics))
     (p1, m1), (p2, m2) = results

@@ -114,6 +114,9 @@ async def test_concurrent_requests_decode_as_one_batch_with_their_own_seeds(tiny
         assert a.finish_reason == ("stop" if a.token_ids[-1] in gen.eos_ids else "length")
         forced = forced_logprobs(gen.model, p, b.token_ids, 1.0)
         assert max(abs(x - y) for x, y in zip(b.logprobs, forced, strict=True)) < 1e-4
+    gen._plain_cache = False  # a model with sliding-window layers: the prompts prefill as one padded batch
+    padded = await asyncio.gather(*(gen.generate(Prompt(p), s) for p, s in zip(prompts, params, strict=True)))
+    assert [g.token_ids for g in padded] == [g.token_ids for g in together]
     greedy = SamplingParams(temperature=0.0, max_new_tokens=10)
     g1, g2 = await asyncio.gather(gen.generate(Prompt(prompts[0]), greedy), gen.generate(Prompt(prompts[0]), greedy))
     assert g1.token_ids == g2.token_ids

@@ -43,6 +43,11 @@ class HFGenerator:
         self.tokenizer = AutoTokenizer.from_pretrained(model_path)
         model = AutoModelForCausalLM.from_pretrained(model_path, dtype=getattr(torch, dtype))
         self.model = model.to(device).eval()  # type: ignore[arg-type]  # transformers types .to() as a PreTrainedModel method
+        from transformers import DynamicCache
+
+        #: every layer's cache a plain full-attention one (no sliding window): `_prefill` may pad them
+        self._plain_cache = all(type(layer).__name__ == "DynamicLayer"
+                                for layer in DynamicCache(config=self.model.config).layers)
         self.device = device
         self.max_batch = max_batch
         self.policy_version = 0
@@ -77,10 +82,9 @@ class HFGenerator:
             active = [s.max_new_tokens > 0 for _, s in reqs]
             # behaviour log-probs: logits / temperature (1 for greedy), before top-p truncation
             temps = torch.tensor([[s.temperature if s.temperature > 0 else 1.0] for _, s in reqs])
-            out = self.model(input_ids=ids.to(self.device), attention_mask=mask.to(self.device),
-                             position_ids=positions.to(self.device), use_cache=True)
+            logits, cache = self._prefill([p for p, _ in reqs], ids, mask, positions)
             while True:
-                logp = torch.log_softmax(out.logits[:, -1].float().cpu() / temps, dim=-1)
+                logp = torch.log_softmax(logits.float().cpu() / temps, dim=-1)
                 step = torch.full((n, 1), self.pad_id, dtype=torch.long)
                 for i, (_, sampling) in enumerate(reqs):
                     if not active[i]:
@@ -98,12 +102,38 @@ class HFGenerator:
                 mask = torch.cat([mask, torch.ones((n, 1), dtype=torch.long)], dim=1)
                 positions = positions[:, -1:] + 1
                 out = self.model(input_ids=step.to(self.device), attention_mask=mask.to(self.device),
-                                 position_ids=positions.to(self.device), past_key_values=out.past_key_values,
-                                 use_cache=True)
+                                 position_ids=positions.to(self.device), past_key_values=cache, use_cache=True)
+                logits, cache = out.logits[:, -1], out.past_key_values
             self.batches += 1
             self.rows += n
             return [Generation(token_ids=new[i], logprobs=logprobs[i], finish_reason=finish[i],
                                policy_version=self.policy_version) for i in range(n)]
+
+    def _prefill(self, prompts: list[list[int]], ids: torch.Tensor, mask: torch.Tensor,
+                 positions: torch.Tensor) -> tuple[torch.Tensor, Any]:
+        """(each prompt's last logits, the batch's KV cache). The LM head runs on the last position
+        only. Where every layer's cache is plain full attention, each prompt runs alone and the caches
+        are left-padded into the batch's (the decode steps' mask hides the padding, as it hid the
+        prompt's): a padded batch needs an attention mask, and attention under a mask runs the math
+        kernel over the whole width, where one prompt runs the causal kernel. On the tiny model, 8
+        prompts of 0.7-1.5k tokens took 0.24 s of CPU this way and 0.67 s as one padded batch (and 0.9 s
+        with the LM head on every position, as before)."""
+        if len(prompts) == 1 or not self._plain_cache:
+            out = self.model(input_ids=ids.to(self.device), attention_mask=mask.to(self.device),
+                             position_ids=positions.to(self.device), use_cache=True, logits_to_keep=1)
+            return out.logits[:, -1], out.past_key_values
+        from transformers import DynamicCache
+
+        width = ids.shape[1]
+        outs = [self.model(input_ids=torch.tensor([p], device=self.device), use_cache=True, logits_to_keep=1)
+                for p in prompts]
+        cache = DynamicCache(config=self.model.config)
+        for layer in range(len(cache.layers)):
+            keys, values = ([torch.nn.functional.pad(getattr(o.past_key_values.layers[layer], kind),
+                                                     (0, 0, width - len(p), 0))
+                             for o, p in zip(outs, prompts, strict=True)] for kind in ("keys", "values"))
+            cache.update(torch.cat(keys), torch.cat(values), layer)
+        return torch.cat([o.logits[:, -1] for o in outs]), cache
 
     async def _serve(self) -> None:
         while self._queue:
