@@ -220,6 +220,29 @@ async def test_a_wrong_program_scores_zero(tmp_path, tiny, tokenizer):
     assert out.non_tensor_batch["tool_calls_program"][0] > 1
 
 
+async def test_a_verifier_that_cannot_judge_is_a_zero_verl_sees_and_the_log_explains(tmp_path, tiny, tokenizer, oracles,
+                                                                                      monkeypatch, caplog):
+    """The oracle's episode, but its verifier raises (in the forked child that judges it): reward 0, marked
+    `verifier_error` and `infra` for verl, and the worker's log says why (verl keeps no text per sample)."""
+    import logging
+
+    import envs.format.task_env as task_env
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("the final state's database is gone")
+
+    monkeypatch.setattr(task_env, "judge", broken)
+    data = rows_file(tmp_path, ["hr_leave_decisions"])
+    cfg, worker = verl_worker(tmp_path, tiny, ReplayServer([oracles["hr_leave_decisions"]]), data=data)
+    with caplog.at_level(logging.WARNING, logger="integrations.verl.agent_loop"):
+        out = await generate(worker, batch_of(cfg, worker, data))
+    nt = out.non_tensor_batch
+    assert nt["termination_answer"][0] == 1.0 and nt["verifier_error"][0] == 1.0 and nt["infra"][0] == 1.0
+    assert out.batch["rm_scores"].sum().item() == 0.0
+    assert ("the verifier could not judge it (infra/judge_error): RuntimeError: the final state's database is gone"
+            in caplog.text)
+
+
 async def test_a_prompt_over_prompt_length_is_refused_naming_the_key(tmp_path, tiny, tokenizer, oracles):
     data = rows_file(tmp_path, ["hr_leave_decisions"])
     server = ReplayServer(list(oracles.values()))

@@ -91,6 +91,9 @@ class ProgAgentLoop(AgentLoopBase):
                                        group_id=f"{ref.task_id}-{ref.scale}-{kwargs.get('index', 0)}")
         if traj.termination == "generator_error":
             log.warning("progagent episode %s ended with generator_error: %s", traj.group_id, generator.last_error)
+        if traj.verifier_error is not None:  # its reward is 0 and not the policy's: say why
+            log.warning("progagent episode %s: the verifier could not judge it (%s): %s", traj.group_id, traj.cause,
+                        traj.verifier_error[:2000])
         return agent_loop_output(traj, generator)
 
 
