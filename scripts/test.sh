@@ -12,7 +12,13 @@
 # - last, the verifiers taskset's tests in .venv-verifiers (verifiers pins mcp==2.0.0: scripts/install.sh).
 # All parts run; the exit status is the first failing part's; beside's and the type check's output
 # follow serial's.
-# Measured on 2 cores, 2026-12-06 (last): 14:48, 13:56 and 13:47 (serial 10:30 / 9:44 / 9:43, beside ~5:53, parallel 3:43-3:56,
+# Measured on 2 cores, 2026-12-06 (latest): 12:35 and 12:29 (serial 8:44 / 8:39, beside 5:16 / 5:18, parallel
+# 3:31, verifiers 0:08 / 0:07), all passing, after the torch learner ran a row per sequence on CPU and dropped
+# its pi_old forward: each part alone, per test, serial 630 s of busy CPU (696 before), beside 260, parallel
+# 308 (-n 0): ~1,200 s, so still at least 10 min on 2 cores in any layout. Moving three waiting files of
+# parallel (the tool-bridge attacks, MCPMark postgres, the LOCA adapter) beside: 12:25 (serial 9:04, beside
+# 8:06, parallel 3:03): within noise, not kept.
+# Measured on 2 cores, 2026-12-06 (earlier): 14:48, 13:56 and 13:47 (serial 10:30 / 9:44 / 9:43, beside ~5:53, parallel 3:43-3:56,
 # verifiers 0:08 / 0:07), all passing, with actors loading torch with the collector paused (~0.4-0.8 s of CPU
 # less per torch actor: a few percent of the suite). Beside alone prints its summary (122 passed in 4:15); with
 # serial alongside it ended without it once more (exit status 0, every test reached).
