@@ -496,13 +496,14 @@ class MegatronLearner:
         def policy_loss(k: int, mb: _MicroBatch, logp: torch.Tensor):
             nonlocal part
             old, t = logp.detach(), mb.flat
-            d = (old - t["behaviour"])[t["mask"].bool()]
+            diff = old - t["behaviour"]  # log π_old − log π_behaviour
+            d = diff[t["mask"].bool()]
             if d.numel():
                 r = torch.exp(d)
                 part = {"abs": part["abs"] + d.abs().sum().item(), "n": part["n"] + d.numel(),
                         "ratio": part["ratio"] + r.sum().item(), "max": max(part["max"], r.max().item()),
                         "min": min(part["min"], r.min().item())}
-            weights = torch.clamp(torch.exp(old - t["behaviour"]), max=lc.tis_cap) if lc.tis_cap > 0 else None
+            weights = torch.clamp(torch.exp(diff), max=lc.tis_cap) if lc.tis_cap > 0 else None
             loss, stats = loss_fn(logp, old, advantages, t["mask"], t["seq"], n_seq, lc, norm=norm, weights=weights)
             return loss, {"loss": loss.item(), **stats}
 

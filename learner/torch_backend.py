@@ -194,8 +194,9 @@ class TorchLearner:
         for k, t in enumerate(tensors):
             logp = self._row_logprobs(t)
             old = logp.detach()
-            ds.append((old - t["behaviour"])[t["mask"].bool()])
-            weights = torch.clamp(torch.exp(old - t["behaviour"]), max=lc.tis_cap) if lc.tis_cap > 0 else None
+            diff = old - t["behaviour"]  # log π_old − log π_behaviour
+            ds.append(diff[t["mask"].bool()])
+            weights = torch.clamp(torch.exp(diff), max=lc.tis_cap) if lc.tis_cap > 0 else None
             loss, row_stats = loss_fn(logp, old, advantages, t["mask"], t["seq"], n_seq, lc, norm=norm,
                                       weights=weights)
             (loss * self.world).backward()  # FSDP averages gradients over ranks; the loss is a share of the step's

@@ -36,18 +36,16 @@ def _sample(logp: torch.Tensor, sampling: SamplingParams, gen: torch.Generator) 
 class HFGenerator:
     def __init__(self, model_path: str | Path, device: str = "cpu", dtype: str = "float32", threads: int | None = None,
                  max_batch: int = 8):
-        from transformers import AutoModelForCausalLM, AutoTokenizer
+        from transformers import AutoModelForCausalLM, AutoTokenizer, DynamicCache
+        from transformers.cache_utils import DynamicLayer
 
         if threads:
             torch.set_num_threads(threads)
         self.tokenizer = AutoTokenizer.from_pretrained(model_path)
         model = AutoModelForCausalLM.from_pretrained(model_path, dtype=getattr(torch, dtype))
         self.model = model.to(device).eval()  # type: ignore[arg-type]  # transformers types .to() as a PreTrainedModel method
-        from transformers import DynamicCache
-
         #: every layer's cache a plain full-attention one (no sliding window): `_prefill` may pad them
-        self._plain_cache = all(type(layer).__name__ == "DynamicLayer"
-                                for layer in DynamicCache(config=self.model.config).layers)
+        self._plain_cache = all(type(layer) is DynamicLayer for layer in DynamicCache(config=self.model.config).layers)
         self.device = device
         self.max_batch = max_batch
         self.policy_version = 0
