@@ -26,6 +26,7 @@ from envs.episode_env import EpisodeEnv
 from envs.format.task_env import EnvironmentCache
 from envs.kinds import load_env
 from envs.runtime.episode import Runtime
+from envs.runtime.untrusted_text import loggable
 from rollout.agent_loop import ChatRenderer
 from rollout.episode import EpisodePlan, InProcess, Shipped, TurnWriter, run_episode
 from rollout.teacher import OracleTurns
@@ -118,7 +119,7 @@ class EnvWorker:
                 raise EpisodeFailed(cause, f"{type(exc).__name__}: {str(exc)[-2000:]}") from None
         if traj.termination == "generator_error" and isinstance(plan.generator, PoolClient):
             log.warning("episode %s:%d ended with generator_error: %s", req.group_id, req.sample_idx,
-                        plan.generator.last_error)
+                        loggable(plan.generator.last_error))
         self.episodes += 1
         return traj
 

@@ -29,6 +29,7 @@ from typing import Any
 import ray
 
 from actors.startup import collector_paused
+from envs.runtime.untrusted_text import loggable
 from rollout.weights.base import WeightTransferError, make_receiver
 from schema.config import API_PREFIX, GeneratorSpec, WeightTransportConfig
 from schema.records import Generation, Prompt, SamplingParams, WeightUpdate
@@ -250,7 +251,7 @@ class GeneratorPool:
                     elif self.transport.kind != "collective" and self.last_update is not None:
                         await slot.handle.receive_weights.remote(self.last_update, 0)
             except Exception as exc:  # noqa: BLE001
-                log.error("replacement %d for generator %d failed: %s", attempt, i, _cause(exc))
+                log.error("replacement %d for generator %d failed: %s", attempt, i, loggable(_cause(exc)))
                 with contextlib.suppress(Exception):
                     ray.kill(slot.handle)
                 continue
@@ -295,7 +296,7 @@ class GeneratorPool:
                 except WeightTransferError as exc:
                     if attempt == 3:
                         raise
-                    log.warning("weight update failed (attempt %d): %s", attempt, exc)
+                    log.warning("weight update failed (attempt %d): %s", attempt, loggable(exc))
         return self.version
 
     async def _update(self, joining: list[_Slot]) -> None:

@@ -44,6 +44,7 @@ from typing import Any
 import msgspec
 import ray
 
+from envs.runtime.untrusted_text import loggable
 from schema.outcomes import EpisodeFailed, is_infra
 from schema.records import CheckRequest, CheckResult, EpisodeRequest, Trajectory
 
@@ -319,7 +320,7 @@ class Scheduler:
         if failure is not None:
             self.counters["failed"] += 1
             log.error("episode %s#%d failed for good (%s): %s", job.req.group_id, job.req.sample_idx, failure,
-                      job.detail)
+                      loggable(job.detail))
         try:
             job.done(EpisodeOutcome(job.req, traj, failure, job.detail, job.attempts, job.deaths))
         except Exception:  # noqa: BLE001 - a caller's callback must not take a worker's slot down

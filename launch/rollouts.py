@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 import msgspec
 
 from actors.scheduler import EpisodeOutcome
+from envs.runtime.untrusted_text import loggable
 from launch.rollout_cache import Key, RolloutCache, RolloutRecord, settings_digest
 from schema.config import API_PREFIX, TrainConfig
 from schema.load import ConfigError
@@ -120,7 +121,7 @@ class RolloutRunner:
         def done(job: RolloutJob, out: EpisodeOutcome, fut: asyncio.Future) -> None:
             self.requests += out.attempts + out.worker_deaths + (out.trajectory is not None)
             if out.trajectory is None:
-                log.warning("rollout %s failed (%s): %s", job.key(), out.failure, out.detail)
+                log.warning("rollout %s failed (%s): %s", job.key(), out.failure, loggable(out.detail))
                 failed.append(job)
             else:
                 rec = RolloutRecord.from_trajectory(out.trajectory, job.model, cache.settings, job.seed,
@@ -144,7 +145,7 @@ class RolloutRunner:
             scheduler.cancel(tokens)
             raise
         if failed and any(j.env is None for j in failed):
-            log.warning("the generator pool's last error: %s", await self._generator_error())
+            log.warning("the generator pool's last error: %s", loggable(await self._generator_error()))
         return failed
 
     async def _generator_error(self) -> str:

@@ -33,6 +33,7 @@ import msgspec
 
 from envs.format.code_runner import CodeRunner
 from envs.format.library import load_library, load_task
+from envs.runtime.untrusted_text import loggable
 from schema.synth import SynthConfig
 from synth import prompts
 from synth.checker import Checker, LocalChecker
@@ -108,7 +109,7 @@ class Pipeline:
             results = await asyncio.gather(*(one(c, i) for c, i in candidates), return_exceptions=True)
             for (cid, _), res in zip(candidates, results, strict=True):
                 if isinstance(res, BaseException):
-                    log.error("candidate %s stopped: %s: %s", cid, type(res).__name__, res)
+                    log.error("candidate %s stopped: %s: %s", cid, type(res).__name__, loggable(res))
                     errors[cid] = f"{type(res).__name__}: {res}"
                 else:
                     outcomes.append(res)
@@ -343,5 +344,5 @@ class Pipeline:
         outcome = Outcome(candidate=cid, domain=intent.domain, status=status, reason=reason, revision=rev,
                           repair_rounds=rev, task_dir=task_dir, usage_by_stage=self._usage(cid))
         self.store.save_outcome(outcome)
-        log.info("%s %s%s", cid, status, f": {reason.splitlines()[0]}" if reason else "")
+        log.info("%s %s%s", cid, status, f": {loggable(reason.splitlines()[0])}" if reason else "")
         return outcome

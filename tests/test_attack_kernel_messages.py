@@ -132,3 +132,20 @@ async def test_a_flood_between_cells_is_bounded(ep):
     assert channels.messages.qsize() <= 64 and channels.lost > 0
     r = await ep.run_program("print('ok')")
     assert r.text.endswith("ok"), r.text[-200:]
+
+
+def test_text_a_program_chose_is_one_bounded_line_in_the_hosts_log():
+    """An error message is often the model's text coming back (a tool server echoing the argument it
+    refuses, a verifier quoting the answer). In the host's log lines it is shown escaped and cut
+    (envs/runtime/untrusted_text.py): it can neither clear the operator's screen, hide or forge a line,
+    nor reorder what is read."""
+    from envs.runtime.untrusted_text import loggable
+
+    hostile = "bad value\x1b[2J\x1b]0;title\x07\r\nINFO run finished: all passed\x00\x7f\x85\u202egnp.exe\u2066"
+    line = loggable(hostile)
+    assert line == r"bad value\x1b[2J\x1b]0;title\x07\r\nINFO run finished: all passed\x00\x7f\x85\u202egnp.exe\u2066"
+    assert all(ch.isprintable() for ch in line)
+    assert loggable("é日本\tx") == r"é日本\tx"  # printable text of any script is kept as it is
+    cut = loggable("\n" * 1_000_000, limit=100)
+    assert cut == r"\n" * 100 + " [... 999,900 more characters not shown]"
+    assert loggable(ValueError("x\ny")) == r"x\ny"  # exceptions too

@@ -228,8 +228,8 @@ async def test_a_verifier_that_cannot_judge_is_a_zero_verl_sees_and_the_log_expl
 
     import envs.format.task_env as task_env
 
-    def broken(*args, **kwargs):
-        raise RuntimeError("the final state's database is gone")
+    def broken(*args, **kwargs):  # its message carries what a hostile answer could make a verifier quote
+        raise RuntimeError("the final state's database is gone\x1b[2J\nWARNING forged: all episodes passed\r\u202e")
 
     monkeypatch.setattr(task_env, "judge", broken)
     data = rows_file(tmp_path, ["hr_leave_decisions"])
@@ -241,6 +241,10 @@ async def test_a_verifier_that_cannot_judge_is_a_zero_verl_sees_and_the_log_expl
     assert out.batch["rm_scores"].sum().item() == 0.0
     assert ("the verifier could not judge it (infra/judge_error): RuntimeError: the final state's database is gone"
             in caplog.text)
+    # one log line, its control characters shown escaped: no screen cleared, no line forged
+    (line,) = [r.getMessage() for r in caplog.records if "could not judge" in r.getMessage()]
+    assert "\n" not in line and "\x1b" not in line and "\r" not in line and "\u202e" not in line
+    assert line.endswith(r"gone\x1b[2J\nWARNING forged: all episodes passed\r\u202e")
 
 
 async def test_a_prompt_over_prompt_length_is_refused_naming_the_key(tmp_path, tiny, tokenizer, oracles):

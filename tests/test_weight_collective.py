@@ -122,6 +122,19 @@ def test_a_peer_without_the_groups_token_cannot_join_or_send():
     rogue = CollectiveSender(cfg)
     rogue_update = rogue.offer(2, {"w": torch.full((6,), 666.0)}, epoch=2, world_size=2)
     victim_view = msgspec.structs.replace(rogue_update, token=update.token)  # what the receiver was told
-    threading.Thread(target=lambda: pytest.raises(WeightTransferError, rogue.send, rogue_update), daemon=True).start()
+    rogue_errors: list[Exception] = []
+
+    def rogue_send():
+        try:
+            rogue.send(rogue_update)
+        except WeightTransferError as exc:
+            rogue_errors.append(exc)
+
+    # joined, not left running: a thread still inside gloo while the interpreter finalizes is the
+    # suspect (not proven) for a pytest process that ended with status 0 and no summary (scripts/test.sh)
+    rogue_thread = threading.Thread(target=rogue_send)
+    rogue_thread.start()
     with pytest.raises(WeightTransferError):
         list(CollectiveReceiver().receive(victim_view, 1))
+    rogue_thread.join(timeout=60)
+    assert not rogue_thread.is_alive() and rogue_errors  # the rogue's update did not form either

@@ -38,6 +38,7 @@ from mcp import ClientSession, StdioServerParameters
 
 from envs.runtime import untrusted_fs
 from envs.runtime.stdio_transport import StderrTail, capped_stdio_client
+from envs.runtime.untrusted_text import loggable
 
 log = logging.getLogger(__name__)
 
@@ -420,7 +421,7 @@ class Upstream:
                     f"upstream MCP server {self.name!r} failed to start: {type(cause).__name__}: {cause}{where}"
                     + (f"\n--- the server's stderr, last lines ---\n{said}" if said else "")))
             elif not isinstance(exc, asyncio.CancelledError):
-                log.info("upstream %s ended: %r", self.name, exc)
+                log.info("upstream %s ended: %s", self.name, loggable(repr(exc)))
         finally:
             self.session = None
 
@@ -620,7 +621,7 @@ class Upstreams:
         try:
             await upstream.start()
         except Exception as exc:  # noqa: BLE001 - the next call finds it down and says so
-            log.warning("upstream MCP server %s could not be restarted: %s", upstream.name, exc)
+            log.warning("upstream MCP server %s could not be restarted: %s", upstream.name, loggable(exc))
 
     async def close(self) -> None:
         for task in self._restarts.values():

@@ -34,6 +34,7 @@ from typing import Any
 from omegaconf import DictConfig, ListConfig, OmegaConf
 from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopMetrics, AgentLoopOutput, register
 
+from envs.runtime.untrusted_text import loggable
 from integrations.episode_info import episode_info
 from integrations.host import host_config, shared
 from integrations.verl.rows import EpisodeRow
@@ -90,10 +91,11 @@ class ProgAgentLoop(AgentLoopBase):
         traj = await machinery.episode(ref, generator, row.harness, limits=self.limits(), sampling=sampling,
                                        group_id=f"{ref.task_id}-{ref.scale}-{kwargs.get('index', 0)}")
         if traj.termination == "generator_error":
-            log.warning("progagent episode %s ended with generator_error: %s", traj.group_id, generator.last_error)
+            log.warning("progagent episode %s ended with generator_error: %s", traj.group_id,
+                        loggable(generator.last_error))
         if traj.verifier_error is not None:  # its reward is 0 and not the policy's: say why
             log.warning("progagent episode %s: the verifier could not judge it (%s): %s", traj.group_id, traj.cause,
-                        traj.verifier_error[:2000])
+                        loggable(traj.verifier_error))
         return agent_loop_output(traj, generator)
 
 

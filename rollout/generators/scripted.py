@@ -17,11 +17,22 @@ from schema.records import Generation, Prompt, SamplingParams
 def forced_logprobs(model: Any, prompt: list[int], reply: list[int], temperature: float) -> list[float]:
     """log softmax(logits / T) of each reply token given the prompt and the reply before it.
     torch is imported here, not at the top: the oracle teacher replays without a scorer on every env
-    worker, and importing torch there cost each env worker's process ~3 s of CPU at start."""
+    worker, and importing torch there cost each env worker's process ~3 s of CPU at start.
+
+    The LM head runs on the reply's positions only (`logits_to_keep`, transformers' causal LMs): with
+    a long prompt the head over every position was a third of the forward pass (a 4,000-token prompt
+    on the tiny model: 0.26 s of CPU, 0.19 s with it). A model whose forward takes no such argument
+    gets every position, as before."""
     import torch
 
+    ids = torch.tensor([list(prompt) + list(reply)])
+    keep = len(reply) + 1  # the last prompt position predicts the first reply token
     with torch.no_grad():
-        logits = model(torch.tensor([list(prompt) + list(reply)])).logits[0, len(prompt) - 1: -1].float()
+        try:
+            out = model(ids, logits_to_keep=keep)
+        except TypeError:
+            out = model(ids)
+        logits = out.logits[0, -keep:-1].float()
     temp = temperature if temperature > 0 else 1.0
     return torch.log_softmax(logits / temp, -1).gather(1, torch.tensor(reply)[:, None])[:, 0].tolist()
 
