@@ -12,9 +12,10 @@
 # - last, the verifiers taskset's tests in .venv-verifiers (verifiers pins mcp==2.0.0: scripts/install.sh).
 # All parts run; the exit status is the first failing part's; beside's and the type check's output
 # follow serial's.
-# Measured on 2 cores, 2026-12-06 (newest): 13:14 and 12:24 (serial 9:14 / 8:30, beside 5:09 in the
-# second, parallel 3:40 / 3:35, verifiers 0:08 / 0:07), all passing; the machine's busy CPU over each
-# whole run 1,369 and 1,272 core-s: 1.9 cores busy while serial and beside overlap, ~1.55 after.
+# Measured on 2 cores, 2026-12-06 (newest): 12:24 and 13:08 (serial 8:30 / 9:05, beside 5:09 / 5:22,
+# parallel 3:35 / 3:43, verifiers 0:07), all passing; the machine's busy CPU over each whole run 1,272
+# and 1,352 core-s: 1.9 cores busy while serial and beside overlap, ~1.55 after. Beside under
+# `nice -n 10`: 12:45, and the two niced-kernel tests failed (they assume a launcher at nice 0).
 # Measured on 2 cores, 2026-12-06 (latest before): 12:35 and 12:29 (serial 8:44 / 8:39, beside 5:16 / 5:18, parallel
 # 3:31, verifiers 0:08 / 0:07), all passing, after the torch learner ran a row per sequence on CPU and dropped
 # its pi_old forward: each part alone, per test, serial 630 s of busy CPU (696 before), beside 260, parallel
