@@ -141,10 +141,14 @@ def test_text_a_program_chose_is_one_bounded_line_in_the_hosts_log():
     nor reorder what is read."""
     from envs.runtime.untrusted_text import loggable
 
-    hostile = "bad value\x1b[2J\x1b]0;title\x07\r\nINFO run finished: all passed\x00\x7f\x85\u202egnp.exe\u2066"
+    hostile = ("bad value\x1b[2J\x1b]0;title\x07\r\nINFO run finished: all passed\x00\x7f\x85\u202egnp.exe\u2066"
+               "\u2028WARNING forged\u200b\ud800")
     line = loggable(hostile)
-    assert line == r"bad value\x1b[2J\x1b]0;title\x07\r\nINFO run finished: all passed\x00\x7f\x85\u202egnp.exe\u2066"
+    assert line == (r"bad value\x1b[2J\x1b]0;title\x07\r\nINFO run finished: all passed\x00\x7f\x85\u202egnp.exe\u2066"
+                    r"\u2028WARNING forged\u200b\ud800")
     assert all(ch.isprintable() for ch in line)
+    # a backslash the text holds is shown doubled: an escape it spells out is not read as one it had
+    assert loggable("a\\nb") == r"a\\nb" and loggable("a\nb") == r"a\nb"
     assert loggable("é日本\tx") == r"é日本\tx"  # printable text of any script is kept as it is
     cut = loggable("\n" * 1_000_000, limit=100)
     assert cut == r"\n" * 100 + " [... 999,900 more characters not shown]"

@@ -103,6 +103,7 @@ async def test_concurrent_requests_decode_as_one_batch_with_their_own_seeds(tiny
     from rollout.generators.scripted import forced_logprobs
 
     gen = HFGenerator(tiny_path)
+    assert gen._prefill_each  # on CPU: each prompt prefills alone, its cache padded into the batch's
     prompts = [[5, 6, 7], list(range(20, 60)), [9] * 15]
     params = [SamplingParams(temperature=1.0, max_new_tokens=n, seed=i) for i, n in enumerate((30, 12, 30))]
     alone = [await gen.generate(Prompt(p), s) for p, s in zip(prompts, params, strict=True)]
@@ -114,7 +115,7 @@ async def test_concurrent_requests_decode_as_one_batch_with_their_own_seeds(tiny
         assert a.finish_reason == ("stop" if a.token_ids[-1] in gen.eos_ids else "length")
         forced = forced_logprobs(gen.model, p, b.token_ids, 1.0)
         assert max(abs(x - y) for x, y in zip(b.logprobs, forced, strict=True)) < 1e-4
-    gen._plain_cache = False  # a model with sliding-window layers: the prompts prefill as one padded batch
+    gen._prefill_each = False  # as on a GPU, or with sliding-window layers: the prompts prefill as one padded batch
     padded = await asyncio.gather(*(gen.generate(Prompt(p), s) for p, s in zip(prompts, params, strict=True)))
     assert [g.token_ids for g in padded] == [g.token_ids for g in together]
     greedy = SamplingParams(temperature=0.0, max_new_tokens=10)

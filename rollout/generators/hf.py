@@ -44,8 +44,11 @@ class HFGenerator:
         self.tokenizer = AutoTokenizer.from_pretrained(model_path)
         model = AutoModelForCausalLM.from_pretrained(model_path, dtype=getattr(torch, dtype))
         self.model = model.to(device).eval()  # type: ignore[arg-type]  # transformers types .to() as a PreTrainedModel method
-        #: every layer's cache a plain full-attention one (no sliding window): `_prefill` may pad them
-        self._plain_cache = all(type(layer) is DynamicLayer for layer in DynamicCache(config=self.model.config).layers)
+        #: `_prefill` runs prompts one by one: on CPU (a GPU runs a padded batch in parallel, and its
+        #: attention kernels take the mask), where every layer's cache is a plain full-attention one
+        #: (no sliding window), so the caches can be padded afterwards
+        self._prefill_each = torch.device(device).type == "cpu" and all(
+            type(layer) is DynamicLayer for layer in DynamicCache(config=self.model.config).layers)
         self.device = device
         self.max_batch = max_batch
         self.policy_version = 0
@@ -110,13 +113,13 @@ class HFGenerator:
     def _prefill(self, prompts: list[list[int]], ids: torch.Tensor, mask: torch.Tensor,
                  positions: torch.Tensor) -> tuple[torch.Tensor, Any]:
         """(each prompt's last logits, the batch's KV cache). The LM head runs on the last position
-        only. Where every layer's cache is plain full attention, each prompt runs alone and the caches
+        only. On CPU, where every layer's cache is plain full attention, each prompt runs alone and the caches
         are left-padded into the batch's (the decode steps' mask hides the padding, as it hid the
         prompt's): a padded batch needs an attention mask, and attention under a mask runs the math
         kernel over the whole width, where one prompt runs the causal kernel. On the tiny model, 8
         prompts of 0.7-1.5k tokens took 0.24 s of CPU this way and 0.67 s as one padded batch (and 0.9 s
         with the LM head on every position, as before)."""
-        if len(prompts) == 1 or not self._plain_cache:
+        if len(prompts) == 1 or not self._prefill_each:
             out = self.model(input_ids=ids.to(self.device), attention_mask=mask.to(self.device),
                              position_ids=positions.to(self.device), use_cache=True, logits_to_keep=1)
             return out.logits[:, -1], out.past_key_values
