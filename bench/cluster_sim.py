@@ -24,6 +24,7 @@ episodes in flight (LOAD) and reports each fault's next step over the median nor
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import os
@@ -192,7 +193,14 @@ def run_scenario(out: Path, steps: int = 7, overrides: list[str] | None = None) 
 
 
 if __name__ == "__main__":
-    args = [a for a in sys.argv[1:] if a != "--load"]
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("steps", nargs="?", type=int, default=7,
+                        help="GSPO steps in all (at least 6: the learner's node leaves after step 5)")
+    parser.add_argument("--load", action="store_true", help="at least 100 episodes in flight (LOAD), and "
+                        "each fault's next step over the median normal step")
+    args = parser.parse_args()
+    if args.steps < 6:
+        parser.error(f"steps: {args.steps}; the scenario's last fault comes after step 5, so at least 6")
     with tempfile.TemporaryDirectory() as tmp:
-        print(json.dumps(run_scenario(Path(tmp), int(args[0]) if args else 7,
-                                      LOAD if "--load" in sys.argv else None), indent=2))
+        print(json.dumps(run_scenario(Path(tmp), args.steps, LOAD if args.load else None), indent=2))

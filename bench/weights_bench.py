@@ -21,9 +21,9 @@ link (NCCL rings/trees on InfiniBand). Prints JSON.
 
 from __future__ import annotations
 
+import argparse
 import json
 import statistics
-import sys
 import time
 from typing import Any
 
@@ -111,11 +111,11 @@ def measure(gib: float, transport: WeightTransportConfig, receivers: int = 2, re
             "pause_s": round(statistics.median(r["pause_s"] for r in rows), 3)}
 
 
-def main() -> dict[str, Any]:
+def main(sizes_gib: tuple[float, ...] = SIZES_GIB) -> dict[str, Any]:
     ray.init(address="local", num_cpus=4, include_dashboard=False, object_store_memory=5 << 30, log_to_driver=False)
     try:
         out: dict[str, Any] = {"receivers": 2, "repeats": 3, "sizes": []}
-        for gib in (float(a) for a in sys.argv[1:]) if len(sys.argv) > 1 else SIZES_GIB:
+        for gib in sizes_gib:
             store = measure(gib, WeightTransportConfig())
             coll = measure(gib, WeightTransportConfig(kind="collective", backend="gloo", bucket_mb=512, timeout_s=300))
             out["sizes"].append({"gib": store["gib"], "object_store": store, "collective_gloo": coll,
@@ -127,5 +127,16 @@ def main() -> dict[str, Any]:
         ray.shutdown()
 
 
+def _size(text: str) -> float:
+    gib = float(text)
+    if not 0 < gib <= 64:
+        raise argparse.ArgumentTypeError(f"{text}: a size in GiB above 0 and at most 64")
+    return gib
+
+
 if __name__ == "__main__":
-    print(json.dumps(main(), indent=2))
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("sizes", nargs="*", type=_size, default=list(SIZES_GIB),
+                        help=f"state-dict sizes in GiB (default: {' '.join(map(str, SIZES_GIB))})")
+    print(json.dumps(main(tuple(parser.parse_args().sizes)), indent=2))
