@@ -4,7 +4,7 @@
     progagent sft --config configs/local.yaml          # the cold-start stage alone
     ray job submit --working-dir . -- python -m launch.train --config configs/paper-8x8-h200.yaml
 
-The data path (DESIGN.md §2), which `_loop` reads as: the rollout manager (actors/rollout_manager.py)
+The data path (README: "The actor fabric"), which `_loop` reads as: the rollout manager (actors/rollout_manager.py)
 keeps env workers busy with groups within the staleness bound → a step takes the next
 `groups_per_step` complete groups → the learner takes a GSPO step and publishes version + 1 →
 generators load it while rollouts keep going → the manager is told, and admits the next step's

@@ -12,7 +12,7 @@ learner's placement), `rollout` (groups, staleness, the in-flight window), `lear
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 
@@ -20,25 +20,39 @@ from schema.records import SCALES, SamplingParams
 
 GiB = 1024**3
 
+# Bounds a field's value must keep, checked as the config is decoded (msgspec.Meta), so that a value
+# that cannot work (no env workers, a negative step count, a zero deadline) stops the run before
+# anything starts, with the field's path in the message, instead of hanging or failing later.
+#: a count of things that must exist: at least one
+Count = Annotated[int, msgspec.Meta(ge=1)]
+#: a count or size where 0 means none (or: off)
+Amount = Annotated[int, msgspec.Meta(ge=0)]
+#: a duration (or a rate) that must pass: above 0
+Seconds = Annotated[float, msgspec.Meta(gt=0)]
+#: a resource amount Ray reserves (0: none)
+Resources = Annotated[float, msgspec.Meta(ge=0)]
+#: a share, a probability or a pass rate
+Fraction = Annotated[float, msgspec.Meta(ge=0, le=1)]
+
 
 # ---------------------------------------------------------------- the PTC runtime (envs/runtime)
 
 class RuntimeConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """Settings of the PTC runtime (envs/runtime/episode.Runtime)."""
 
-    program_timeout_s: float = 120.0
+    program_timeout_s: Seconds = 120.0
     #: how long an interrupted kernel may take to come back before it is restarted
-    interrupt_grace_s: float = 3.0
+    interrupt_grace_s: Seconds = 3.0
     #: printed output returned to the model is cut to this many characters (a marker says how much)
-    max_output_chars: int = 50_000
-    memory_bytes: int = 2 * GiB
-    max_processes: int = 256
+    max_output_chars: Count = 50_000
+    memory_bytes: Count = 2 * GiB
+    max_processes: Count = 256
     #: "auto" picks cgroup2 where delegated, else cgroup1, else rlimits; or force one of them
     limits: str = "auto"
     #: sandboxed kernels kept started and ready so that opening an episode does not pay a start
-    warm_pool: int = 2
+    warm_pool: Amount = 2
     #: a tool call from a program that takes longer than this fails with ToolError
-    tool_timeout_s: float = 60.0
+    tool_timeout_s: Seconds = 60.0
     #: host folders programs see at the same path, read-only ("/data/x") or read-write ("/data/x:rw"):
     #: a path then means the same to a tool server on the host and to a program (envs/runtime/sandbox.py)
     binds: list[str] = []
@@ -47,25 +61,25 @@ class RuntimeConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     logs_dir: str = ""
     #: tool calls of one episode running at once (more wait, holding no thread): one episode cannot
     #: take every worker thread of the in-process tool servers it shares a process with
-    max_tool_calls_in_flight: int = 8
+    max_tool_calls_in_flight: Count = 8
     #: a tool call's record (the episode's call log, trajectories) keeps arguments, result text and
     #: error up to this many characters each (previews beyond; the full length is kept)
-    call_record_chars: int = 65_536
+    call_record_chars: Amount = 65_536
     #: calls recorded per episode; later ones are counted, not kept
-    max_call_records: int = 20_000
+    max_call_records: Amount = 20_000
     #: raise ToolError when a server reports failure only in its text (see upstream.looks_like_error)
     error_heuristic: bool = True
     #: show the value of a program's last expression (like a notebook) in addition to prints
     show_last_expression: bool = False
-    kernel_start_timeout_s: float = 30.0
+    kernel_start_timeout_s: Seconds = 30.0
     #: disk one episode may add to its host folders (workspace, database, kernel run folder), in
     #: allocated bytes; no single file a sandboxed process writes grows past it (RLIMIT_FSIZE)
-    disk_bytes: int = 512 * 2**20
+    disk_bytes: Count = 512 * 2**20
     #: files and folders one episode may add, and how deep its folders may nest
-    disk_entries: int = 20_000
-    disk_depth: int = 64
+    disk_entries: Count = 20_000
+    disk_depth: Count = 64
     #: how often the watchdog measures a running program's disk use (episode.py)
-    disk_check_s: float = 0.25
+    disk_check_s: Seconds = 0.25
 
 
 # ---------------------------------------------------------------- rollouts (rollout/, actors/)
@@ -74,10 +88,10 @@ class LoopLimits(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """The agent loop's limits (rollout/agent_loop.py); an environment's own limits may be stricter
     (envs/episode_env.EnvLimits: the smaller applies)."""
 
-    max_turns: int = 30
-    max_context_tokens: int = 32_768
-    max_new_tokens: int = 1024
-    max_calls_per_turn: int = 1
+    max_turns: Count = 30
+    max_context_tokens: Count = 32_768
+    max_new_tokens: Count = 1024
+    max_calls_per_turn: Count = 1
     #: the response (every token after the prompt: the model's and the observations') ends within this
     #: many tokens (`response_limit`), as a host trainer with a fixed response length needs (verl's
     #: `response_length`): cutting an episode judged whole would train on a prefix of it. None: no budget
@@ -99,12 +113,12 @@ class GeneratorSpec(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     backend: str = "transformers"  # "transformers" | "vllm" | "replay" (forced script) | "openai" (chat API)
     base_url: str = ""  # "openai": the endpoint, e.g. http://host:8000/v1 ("" = $OPENAI_BASE_URL or OpenAI's)
     api_key_env: str = "OPENAI_API_KEY"  # "openai": the variable holding the key (read by the generator)
-    max_model_len: int = 32_768
-    gpu_memory_utilization: float = 0.85
-    tensor_parallel_size: int = 1
-    num_gpus: float = 0.0
-    num_cpus: float = 1.0
-    threads: int = 1
+    max_model_len: Count = 32_768
+    gpu_memory_utilization: Annotated[float, msgspec.Meta(gt=0, le=1)] = 0.85
+    tensor_parallel_size: Count = 1
+    num_gpus: Resources = 0.0
+    num_cpus: Resources = 1.0
+    threads: Count = 1
     script: list[str] = []  # the replies of the "replay" backend, one per turn
 
 
@@ -112,12 +126,12 @@ class EnvWorkerConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """One env worker (actors/env_worker.py). The task library is named by each request's
     environment (its EnvRef), not here."""
 
-    concurrency: int = 4  # episodes at once
+    concurrency: Count = 4  # episodes at once
     harness: str = "ptc"  # the harness of training and of the evaluation before/after
     limits: LoopLimits = LoopLimits()
     sampling: SamplingParams = SamplingParams()
     runtime: RuntimeConfig = RuntimeConfig(warm_pool=2)
-    judge_retries: int = 3  # a judge that dies: tried again (on another judge) this many times
+    judge_retries: Amount = 3  # a judge that dies: tried again (on another judge) this many times
     num_cpus: float = 1.0
 
 
@@ -128,14 +142,14 @@ class HostLoopConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     not from here."""
 
     harness: str = "ptc"  # a row that names no harness runs this one
-    max_episodes: int = 8  # episodes at once in one worker process (the rest wait, holding no kernel)
-    max_turns: int = 30
+    max_episodes: Count = 8  # episodes at once in one worker process (the rest wait, holding no kernel)
+    max_turns: Count = 30
     #: one model turn's tokens; None: whatever is left of the response budget
-    max_new_tokens: int | None = None
-    max_calls_per_turn: int = 1
+    max_new_tokens: Count | None = None
+    max_calls_per_turn: Count = 1
     runtime: RuntimeConfig = RuntimeConfig(warm_pool=2)
     #: a verifier's deadline (None: the environment's own)
-    judge_timeout_s: float | None = None
+    judge_timeout_s: Seconds | None = None
 
     def __post_init__(self) -> None:
         if self.max_episodes < 1:
@@ -169,16 +183,16 @@ class CurriculumConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 class RolloutConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """Groups, staleness and the in-flight window (actors/rollout_manager.py states the rule)."""
 
-    group_size: int = 4  # samples per (task, scale) group: GSPO's group
+    group_size: Count = 4  # samples per (task, scale) group: GSPO's group
     #: a group may be trained on at most this many GSPO updates after its oldest token was generated;
     #: 0 is the synchronous loop (generate a step's groups, train, repeat)
-    max_staleness: int = 1
+    max_staleness: Amount = 1
     #: trajectories the manager holds at most (buffered, not yet trained on); when full, no new group
     #: starts until the learner takes some
-    capacity: int = 4096
+    capacity: Count = 4096
     #: attempts of one episode whose outcome was the fabric's (schema/outcomes.py: a judge, tool server,
     #: sandbox, environment or generator failing; env workers dying under it) before it is given up
-    max_attempts: int = 3
+    max_attempts: Count = 3
     #: true: an infra outcome is re-run, then left out of its group (the advantage is over the valid
     #: samples; a group left with fewer than 2 is dropped); false: a verifier's infra failure trains as a
     #: zero and an episode without a trajectory fails its whole group (trainers that do not mask)
@@ -207,28 +221,28 @@ class PolicyLossConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 
 class OptimConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    lr: float = 1e-6
-    weight_decay: float = 0.0
+    lr: Annotated[float, msgspec.Meta(ge=0)] = 1e-6
+    weight_decay: Annotated[float, msgspec.Meta(ge=0)] = 0.0
     betas: tuple[float, float] = (0.9, 0.999)
     eps: float = 1e-8
-    grad_clip: float = 1.0
-    warmup_steps: int = 0
+    grad_clip: Annotated[float, msgspec.Meta(ge=0)] = 1.0  # 0: no clipping
+    warmup_steps: Amount = 0
 
 
 class MegatronConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    tensor_parallel: int = 1
-    pipeline_parallel: int = 1
-    context_parallel: int = 1
-    data_parallel: int = 1
+    tensor_parallel: Count = 1
+    pipeline_parallel: Count = 1
+    context_parallel: Count = 1
+    data_parallel: Count = 1
     distributed_optimizer: bool = True
     sequence_parallel: bool = False
 
 
 class SFTConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    epochs: int = 3
-    batch_size: int = 64  # sequences per optimizer step, reached by gradient accumulation
-    lr: float = 1e-5
-    warmup_steps: int = 0
+    epochs: Count = 3
+    batch_size: Count = 64  # sequences per optimizer step, reached by gradient accumulation
+    lr: Annotated[float, msgspec.Meta(ge=0)] = 1e-5
+    warmup_steps: Amount = 0
     seed: int = 0
 
 
@@ -236,15 +250,15 @@ class LearnerConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     backend: str = "torch"  # "torch" | "megatron"
     #: the torch backend's data-parallel (FSDP) ranks; the megatron backend's ranks are its
     #: tensor x pipeline x context x data parallel sizes (`ranks`)
-    fsdp_ranks: int = 1
+    fsdp_ranks: Count = 1
     loss: PolicyLossConfig = PolicyLossConfig()
     optim: OptimConfig = OptimConfig()
     sft: SFTConfig = SFTConfig()
     megatron: MegatronConfig = MegatronConfig()
     #: packed rows per forward pass hold at most this many tokens (gradient accumulation over rows);
     #: the torch backend on CPU without flash attention runs a row per sequence (TorchLearner._rows)
-    max_tokens_per_micro_batch: int = 16_384
-    temperature: float = 1.0  # log-probs are of logits / temperature, as the generators report them
+    max_tokens_per_micro_batch: Count = 16_384
+    temperature: Annotated[float, msgspec.Meta(gt=0)] = 1.0  # log-probs are of logits / temperature, as the generators report them
     bf16: bool = True  # autocast on GPU; CPU runs in float32
     gradient_checkpointing: bool = False
     seed: int = 0
@@ -288,7 +302,7 @@ class SourceSpec(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
     kind: str  # a registered environment kind: library, harbor, loca, toolathlon, mcpmark, or your own
     #: training draws a source with probability weight / (sum of weights); 0 = evaluated, never trained on
-    weight: float = 1.0
+    weight: Annotated[float, msgspec.Meta(ge=0)] = 1.0
     #: the scales that run and their sampling weights within the source ({} = every scale it lists, equally)
     scales: dict[str, float] = {}
     args: dict[str, Any] = {}  # the kind's settings (its args struct: unknown fields are refused)
@@ -320,18 +334,18 @@ class WeightTransportConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=T
 
 
 class FabricConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    generators: int = 1
+    generators: Count = 1
     generator: GeneratorSpec = GeneratorSpec()
-    env_workers: int = 1
+    env_workers: Count = 1
     env_worker: EnvWorkerConfig = EnvWorkerConfig()
-    judges: int = 1
-    judge_timeout_s: float = 60.0  # a library task's verifier (a Harbor task's is its [verifier] timeout_sec)
+    judges: Count = 1
+    judge_timeout_s: Seconds = 60.0  # a library task's verifier (a Harbor task's is its [verifier] timeout_sec)
     #: GPUs of the whole learner: shared among its `learner.ranks` rank actors (a LearnerGroup when
     #: there is more than one, each with learner_cpus_per_rank CPUs, in one placement group reserved
     #: before the generators start)
-    learner_num_gpus: float = 0.0
-    learner_threads: int = 1
-    learner_cpus_per_rank: float = 1.0
+    learner_num_gpus: Resources = 0.0
+    learner_threads: Count = 1
+    learner_cpus_per_rank: Resources = 1.0
     learner_placement: str = "PACK"  # the placement group's strategy: PACK | SPREAD | STRICT_PACK | STRICT_SPREAD
     weights: WeightTransportConfig = WeightTransportConfig()
     #: fault injection, for fault-tolerance tests and benches (0 in real runs): this share of the judges'
@@ -351,7 +365,7 @@ class FabricConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 class SFTStage(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     enabled: bool = True
     teacher: str = "oracle"  # "oracle" | path to a JSONL of teacher trajectories (progagent collect)
-    min_score: float = 0.7
+    min_score: Fraction = 0.7
 
 
 class RewardConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -377,12 +391,12 @@ class RewardConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 
 class TrainStage(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    steps: int = 150
-    groups_per_step: int = 32  # tasks per step (paper: 32 × 16 rollouts)
-    checkpoint_every: int = 10
+    steps: Amount = 150
+    groups_per_step: Count = 32  # tasks per step (paper: 32 × 16 rollouts)
+    checkpoint_every: Amount = 10  # 0: only the last step's
     reward: RewardConfig = RewardConfig()
     #: a step that gets no complete group for this long stops the run (a checkpoint is written)
-    step_timeout_s: float = 3600.0
+    step_timeout_s: Seconds = 3600.0
 
 
 class EvalStage(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -390,8 +404,8 @@ class EvalStage(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
     before: bool = True
     after: bool = True
-    samples: int = 1  # per (task, scale)
-    temperature: float = 1.0  # the sampling temperature of evaluation episodes
+    samples: Count = 1  # per (task, scale)
+    temperature: Annotated[float, msgspec.Meta(ge=0)] = 1.0  # the sampling temperature of evaluation episodes
 
 
 class WandbConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -402,7 +416,7 @@ class WandbConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 class RayConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     address: str | None = None  # None: start Ray in-process (embedded); "auto": join a running cluster
-    num_cpus: int | None = None
+    num_cpus: Count | None = None
     #: refuse at start a run whose GPUs or CPUs the cluster lacks in total (launch/fabric.check_fits);
     #: false on an autoscaling cluster, whose nodes come when the actors ask for them
     check_resources: bool = True
@@ -452,8 +466,8 @@ class SweepSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
     models: list[str] = []  # [] = the config's model.path; "tiny", HF folders (checkpoints), openai:NAME
     harnesses: list[str] = msgspec.field(default_factory=lambda: ["dtc", "ptc", "hybrid"])
-    samples: int = 4  # n rollouts per (model, harness, task, scale)
-    ks: list[int] = msgspec.field(default_factory=lambda: [1, 2, 4, 8, 16])  # pass@k, k <= samples
+    samples: Count = 4  # n rollouts per (model, harness, task, scale)
+    ks: list[Count] = msgspec.field(default_factory=lambda: [1, 2, 4, 8, 16])  # pass@k, k <= samples
     out_dir: str = ""  # "" = <run.out_dir>/eval-<run.name>; fixed, so a re-run resumes
     seed: int = 0  # base of the per-sample sampling seeds
     #: the sources of `envs:` a sweep runs, by name ([] = every source); each at its own scales
@@ -468,7 +482,7 @@ class FilterSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
     model: str = ""  # "" = the config's model.path; "tiny" or a HF folder (e.g. a checkpoint's export)
     harness: str = "ptc"
-    samples: int = 8  # k rollouts per task and scale
+    samples: Count = 8  # k rollouts per task and scale
     #: the sources of `envs:` filtered, by name ([] = every source)
     envs: list[str] = []
     scales: list[str] = []  # the scales a task must pass at ([] = every scale its source runs)

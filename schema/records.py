@@ -1,7 +1,7 @@
 """Records that cross process boundaries: sampling settings, generations, turns, trajectories,
 verdicts, and the request for one episode with a reference to the environment it runs in.
 
-`Trajectory` is the unit in the buffer and on disk (DESIGN.md §3). Its token ids are exactly the
+`Trajectory` is the unit in the buffer and on disk. Its token ids are exactly the
 generator's output for model turns and the rendered observations in between; `loss_mask` is 1 on
 model tokens only and `logprobs` holds the behaviour log-prob of each model token (0.0 elsewhere).
 
@@ -12,20 +12,22 @@ and registers itself (envs/kinds.py): nothing here names a kind.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 
 from schema.outcomes import check_cause, episode_cause
 
-#: the four environment scales of every library task (DESIGN.md §1)
+#: the four environment scales of every library task (v0 smallest to v3 largest: README "Tasks")
 SCALES = ("v0", "v1", "v2", "v3")
 
 
 class SamplingParams(msgspec.Struct, frozen=True):
-    temperature: float = 1.0
-    top_p: float = 1.0
-    max_new_tokens: int = 512
+    """Bounds are checked where a config is decoded (schema/load.py): 0 is greedy."""
+
+    temperature: Annotated[float, msgspec.Meta(ge=0)] = 1.0
+    top_p: Annotated[float, msgspec.Meta(gt=0, le=1)] = 1.0
+    max_new_tokens: Annotated[int, msgspec.Meta(ge=1)] = 512
     seed: int | None = None
     stop_token_ids: list[int] = []
 

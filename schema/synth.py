@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 
-from schema.config import RuntimeConfig
+from schema.config import Amount, Count, Resources, RuntimeConfig, Seconds
 from schema.load import ConfigError, decode, read_tree
 
 __all__ = ["ConfigError", "SynthConfig", "load_synth_config"]
@@ -32,12 +32,12 @@ class ModelSpec(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     #: environment variable holding the key; None: $PROGAGENT_SYNTH_API_KEY, else $OPENAI_API_KEY
     api_key_env: str | None = None
     #: None: not sent (OpenAI reasoning models accept only their default)
-    temperature: float | None = 0.7
-    max_tokens: int = 16_384
+    temperature: Annotated[float, msgspec.Meta(ge=0)] | None = 0.7
+    max_tokens: Count = 16_384
     #: the request field carrying max_tokens: "max_completion_tokens" for OpenAI reasoning models
     max_tokens_field: str = "max_tokens"
-    timeout_s: float = 600.0
-    max_retries: int = 3
+    timeout_s: Seconds = 600.0
+    max_retries: Amount = 3
     #: passed as the request's extra_body (vendor options such as reasoning effort)
     extra_body: dict[str, Any] = {}
 
@@ -71,9 +71,9 @@ class StageModels(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 class AuditConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     scale: str = "v3"  # the paper audits at the largest scale
     harness: str = "ptc"
-    max_turns: int = 20
-    max_context_tokens: int = 262_144
-    max_new_tokens: int = 16_384
+    max_turns: Count = 20
+    max_context_tokens: Count = 262_144
+    max_new_tokens: Count = 16_384
     #: a failed audit that the diagnosis blames on the solver (not the task) still passes
     accept_solver_errors: bool = True
     #: Hugging Face tokenizer folder used to record the auditor's trajectory ("": the project tokenizer;
@@ -87,10 +87,10 @@ class SynthFabric(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     process, a runtime of its own)."""
 
     mode: str = "fabric"
-    env_workers: int = 1
-    concurrency: int = 4  # checks and audit episodes at once per env worker
-    judges: int = 1
-    num_cpus: float = 1.0  # per env worker
+    env_workers: Count = 1
+    concurrency: Count = 4  # checks and audit episodes at once per env worker
+    judges: Count = 1
+    num_cpus: Resources = 1.0  # per env worker
     ray_address: str | None = None  # None: Ray in this process; "auto": a running cluster
 
     def __post_init__(self) -> None:
@@ -103,15 +103,15 @@ class SynthFabric(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 class SynthConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     models: StageModels
     domains: list[str] = msgspec.field(default_factory=lambda: ["retail"])
-    intents_per_domain: int = 2
+    intents_per_domain: Count = 2
     #: stop after this many candidates (0: every intent)
-    max_candidates: int = 0
+    max_candidates: Amount = 0
     #: repair rounds per candidate (oracle, audit and validator failures share them), then discard
-    max_repair_rounds: int = 3
+    max_repair_rounds: Amount = 3
     #: a reply that cannot be parsed is sent back with the parse error this many times
-    format_retries: int = 1
+    format_retries: Amount = 1
     #: candidates synthesized at once
-    concurrency: int = 2
+    concurrency: Count = 2
     #: a shipped task shown to the constructing model as a style reference ("": none)
     example_task: str = "retail_clearance_markdown"
     #: where accepted tasks are written ("": OUT/library); load_library() can load it
@@ -120,7 +120,7 @@ class SynthConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     execute_scale: str = "v0"
     #: wall-clock limit of one run of a candidate's own code (data.py build, verify(), importing its
     #: modules) in its child process; past it the child is killed and the timeout is repair feedback
-    code_timeout_s: float = 60.0
+    code_timeout_s: Seconds = 60.0
     #: where that child runs: "bwrap" (no network, only the candidate folder and its output visible),
     #: "process" (a plain child: the deadline only), "auto" (bwrap when usable here, else process)
     code_sandbox: str = "auto"

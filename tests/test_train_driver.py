@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -41,6 +42,22 @@ def test_config_errors_name_the_field(tmp_path):
         load_config(None, ["train.steps"])
     cfg = load_config(ROOT / "configs" / "local.yaml", ["train.steps=7", "fabric.env_workers=3"])
     assert cfg.train.steps == 7 and cfg.fabric.env_workers == 3
+    # values that cannot work are refused with their path before anything starts (no env worker once
+    # started SFT and failed later with "no teacher trajectory"; a negative step count started a run)
+    for override, bound in [("fabric.env_workers=0", "`int` >= 1 - at `$.fabric.env_workers`"),
+                            ("train.steps=-1", "`int` >= 0 - at `$.train.steps`"),
+                            ("rollout.group_size=0", "`int` >= 1 - at `$.rollout.group_size`"),
+                            ("fabric.env_worker.limits.max_turns=0", "`int` >= 1 - at `$.fabric.env_worker.limits.max_turns`"),
+                            ("fabric.env_worker.runtime.program_timeout_s=0",
+                             "`float` > 0.0 - at `$.fabric.env_worker.runtime.program_timeout_s`"),
+                            ("fabric.env_worker.sampling.top_p=1.5", "`float` <= 1.0 - at `$.fabric.env_worker.sampling.top_p`"),
+                            ("sft.min_score=2", "`float` <= 1.0 - at `$.sft.min_score`")]:
+        with pytest.raises(ConfigError, match=re.escape(f"local.yaml: Expected {bound}")):
+            load_config(ROOT / "configs" / "local.yaml", [override])
+    # 0 where it means none: no checkpoint but the last, no warm kernels, the synchronous loop, greedy
+    zeros = load_config(ROOT / "configs" / "local.yaml", ["train.checkpoint_every=0", "fabric.env_worker.runtime.warm_pool=0",
+                                                          "rollout.max_staleness=0", "fabric.env_worker.sampling.temperature=0"])
+    assert zeros.train.checkpoint_every == 0 and zeros.rollout.max_staleness == 0
     paper = load_config(ROOT / "configs" / "paper-8x8-h200.yaml")
     assert paper.learner.optim.lr == 1e-6 and paper.rollout.group_size == 16 and paper.train.groups_per_step == 32
     assert paper.learner.loss.clip_low == 3e-4 and paper.learner.loss.clip_high == 4e-4

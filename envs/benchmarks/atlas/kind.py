@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from envs.kinds import ListContext, LoadContext, register
+from schema.config import Count
 from schema.load import ConfigError
 from schema.records import EnvRef
 
@@ -57,7 +58,7 @@ class AtlasArgs(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     judge_base_url: str  # OpenAI-compatible: Atlas's scorer posts to <judge_base_url>/v1/chat/completions
     judge_model: str = "gemini/gemini-3.1-pro-preview"  # Atlas's default judge
     judge_api_key_env: str = "EVAL_LLM_API_KEY"  # the variable holding the key (Atlas's own name)
-    judge_attempts: int = 3  # per claim, before the answer's judging is a verifier error
+    judge_attempts: Count = 3  # per claim, before the answer's judging is a verifier error
     tasks: list[str] = []  # TASK ids; [] = every task that runs offline
     python: str = ""  # Atlas's environment; "" = the one ProgAgent makes (Python 3.12 + its npm servers)
     node_dir: str = ""
