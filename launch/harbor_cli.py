@@ -19,6 +19,8 @@ import msgspec
 from rich.console import Console
 
 from envs.harbor.task import HarborTask, HarborTaskError, find_harbor_tasks, load_harbor_task
+from schema.config import Count, Temperature
+from schema.load import argument
 
 console = Console()
 
@@ -114,12 +116,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     p.add_argument("--harness", choices=("ptc", "dtc", "hybrid"), default="ptc")
     p.add_argument("--model", default="tiny", help="tiny | openai:NAME | a Hugging Face model folder")
     p.add_argument("--base-url", default=None, help="OpenAI-compatible endpoint (default $OPENAI_BASE_URL)")
-    p.add_argument("--samples", type=int, default=1, help="episodes per task")
-    p.add_argument("--max-turns", type=int, default=30)
-    p.add_argument("--max-new-tokens", type=int, default=1024)
-    p.add_argument("--max-context-tokens", type=int, default=32_768)
-    p.add_argument("--temperature", type=float, default=1.0)
-    p.add_argument("--concurrency", type=int, default=2, help="episodes at once per env worker")
+    p.add_argument("--samples", type=argument(Count), default=1, help="episodes per task")
+    p.add_argument("--max-turns", type=argument(Count), default=30)
+    p.add_argument("--max-new-tokens", type=argument(Count), default=1024)
+    p.add_argument("--max-context-tokens", type=argument(Count), default=32_768)
+    p.add_argument("--temperature", type=argument(Temperature), default=1.0)
+    p.add_argument("--concurrency", type=argument(Count), default=2, help="episodes at once per env worker")
     p.add_argument("--out", default=None, help="output folder: rollouts.jsonl (the cache: a re-run resumes), "
                    "results_by_task.csv, report.md (default <run.out_dir>/harbor)")
     p.add_argument("--config", default="configs/local.yaml", help="fabric settings (generators, env workers, "

@@ -4,11 +4,17 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
+import tempfile
 import time
 from pathlib import Path
+from typing import IO, Any
 
 import msgspec
 from rich.console import Console
+
+from schema.config import Count, Fraction
+from schema.load import argument
 
 console = Console()
 
@@ -68,41 +74,62 @@ async def collect(args: argparse.Namespace) -> int:
     if not reqs:
         console.print("[red]error:[/] no source has an oracle program (library tasks do): use --teacher openai:MODEL")
         return 2
-    started = not ray.is_initialized()
-    runner = await RolloutRunner.start(cfg, cfg.model.path if oracle else teacher)
-    try:
-        outcomes = await runner.fabric.scheduler.run_all(reqs)
-    finally:
-        await runner.close()
-        if started and ray.is_initialized():
-            ray.shutdown()
+    # --out is opened before the episodes run, so a path that cannot be written loses no work: they are
+    # written to a file beside it, which replaces it whole at the end (an earlier file stays until then)
     out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    encoder = msgspec.json.Encoder()
-    kept = 0
-    with out.open("wb") as fh:
-        for o in outcomes:
-            t = o.trajectory
-            if t is None:
-                console.print(f"[yellow]{o.request.group_id} #{o.request.sample_idx} failed:[/] {o.failure}: "
-                              f"{o.detail[:200]}")
-                continue
-            console.print(f"{t.task_id} {t.scale} #{t.sample_idx}: score {t.score:.2f} {t.termination} "
-                          f"({len(t.token_ids)} tokens)")
-            if t.score >= args.min_score:
-                kept += 1
-                fh.write(encoder.encode(t) + b"\n")
+    try:
+        if out.is_dir():
+            raise IsADirectoryError(f"{out} is a folder")
+        out.parent.mkdir(parents=True, exist_ok=True)
+        part = tempfile.NamedTemporaryFile(dir=out.parent, prefix=f".{out.name}.", suffix=".part", delete=False)
+    except OSError as exc:
+        console.print(f"[red]error:[/] --out {out}: {exc}")
+        return 2
+    with part:
+        try:
+            started = not ray.is_initialized()
+            runner = await RolloutRunner.start(cfg, cfg.model.path if oracle else teacher)
+            try:
+                outcomes = await runner.fabric.scheduler.run_all(reqs)
+            finally:
+                await runner.close()
+                if started and ray.is_initialized():
+                    ray.shutdown()
+            kept = _write_kept(outcomes, part, args.min_score)
+            part.close()
+            os.replace(part.name, out)
+        finally:
+            if os.path.exists(part.name):
+                os.unlink(part.name)
     console.print(f"kept {kept} of {len(outcomes)} trajectories (score >= {args.min_score}) in {out}")
     return 0 if kept else 1
+
+
+def _write_kept(outcomes: list[Any], fh: IO[bytes], min_score: float) -> int:
+    """Each trajectory scoring at least `min_score`, one JSON line; how many."""
+    encoder = msgspec.json.Encoder()
+    kept = 0
+    for o in outcomes:
+        t = o.trajectory
+        if t is None:
+            console.print(f"[yellow]{o.request.group_id} #{o.request.sample_idx} failed:[/] {o.failure}: "
+                          f"{o.detail[:200]}")
+            continue
+        console.print(f"{t.task_id} {t.scale} #{t.sample_idx}: score {t.score:.2f} {t.termination} "
+                      f"({len(t.token_ids)} tokens)")
+        if t.score >= min_score:
+            kept += 1
+            fh.write(encoder.encode(t) + b"\n")
+    return kept
 
 
 def add_model_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="model_command", required=True)
     p = sub.add_parser("build-tiny", help="train the tokenizer and initialise the tiny Qwen3 model")
     p.add_argument("out", nargs="?", default=None, help="output folder (default: the cache)")
-    p.add_argument("--vocab-size", type=int, default=4096)
-    p.add_argument("--hidden-size", type=int, default=128)
-    p.add_argument("--layers", type=int, default=2)
+    p.add_argument("--vocab-size", type=argument(Count), default=4096)
+    p.add_argument("--hidden-size", type=argument(Count), default=128)
+    p.add_argument("--layers", type=argument(Count), default=2)
     p.add_argument("--seed", type=int, default=0)
     p.set_defaults(run=cmd_build_tiny)
     p = sub.add_parser("import-gguf", help="convert a GGUF model file (llama.cpp's format) to a Hugging Face folder")
@@ -130,12 +157,12 @@ def add_collect_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--harness", choices=("ptc", "dtc", "hybrid"), default="ptc")
     parser.add_argument("--tasks", nargs="*", default=None, help="the `tasks:` source's tasks (tasks.tasks)")
     parser.add_argument("--scales", default=None, help="the `tasks:` source's scales, comma-separated (tasks.scales)")
-    parser.add_argument("--samples", type=int, default=1, help="trajectories per task and scale")
-    parser.add_argument("--min-score", type=float, default=0.7)
-    parser.add_argument("--max-turns", type=int, default=30)
+    parser.add_argument("--samples", type=argument(Count), default=1, help="trajectories per task and scale")
+    parser.add_argument("--min-score", type=argument(Fraction), default=0.7)
+    parser.add_argument("--max-turns", type=argument(Count), default=30)
     parser.add_argument("--model", default=None, help="the model whose tokenizer renders the turns (model.path)")
     parser.add_argument("--base-url", default=None, help="OpenAI-compatible endpoint (default $OPENAI_BASE_URL)")
-    parser.add_argument("--concurrency", type=int, default=2, help="episodes at once per env worker")
+    parser.add_argument("--concurrency", type=argument(Count), default=2, help="episodes at once per env worker")
     parser.add_argument("--root", type=Path, default=None, help="the `tasks:` source's library (tasks.library_root)")
     parser.add_argument("--out", required=True, help="JSONL file of trajectories")
     parser.add_argument("overrides", nargs="*", help="key.path=value")

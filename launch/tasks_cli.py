@@ -13,6 +13,8 @@ from rich.console import Console
 from rich.table import Table
 
 from envs.format.library import LIBRARY_DIR, Task, TaskLoadError, get_task, load_library, load_task
+from schema.config import Count
+from schema.load import argument
 from schema.records import SCALES
 
 console = Console()
@@ -133,8 +135,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     p.set_defaults(tasks_run=cmd_build)
     p = sub.add_parser("validate", help="prove each task's claims through the sandboxed runtime")
     p.add_argument("tasks", nargs="*")
-    p.add_argument("--processes", type=int, default=os.cpu_count() or 1, help="worker processes")
-    p.add_argument("--concurrency", type=int, default=2, help="tasks at once in each process")
+    p.add_argument("--processes", type=argument(Count), default=os.cpu_count() or 1, help="worker processes")
+    p.add_argument("--concurrency", type=argument(Count), default=2, help="tasks at once in each process")
     p.add_argument("--json", help="write the full report here")
     p.set_defaults(tasks_run=cmd_validate)
     p = sub.add_parser("export-harbor", help="write a task at one scale as a Harbor task")
@@ -148,7 +150,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     p = sub.add_parser("context-report", help="DTC vs PTC context tokens of the oracles, per task and scale")
     p.add_argument("tasks", nargs="*")
     p.add_argument("--out", default="runs/context-report")
-    p.add_argument("--concurrency", type=int, default=3)
+    p.add_argument("--concurrency", type=argument(Count), default=3)
     p.set_defaults(tasks_run=cmd_context_report)
 
 

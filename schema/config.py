@@ -33,6 +33,10 @@ Seconds = Annotated[float, msgspec.Meta(gt=0)]
 Resources = Annotated[float, msgspec.Meta(ge=0)]
 #: a share, a probability or a pass rate
 Fraction = Annotated[float, msgspec.Meta(ge=0, le=1)]
+#: a sampling temperature (0: greedy)
+Temperature = Annotated[float, msgspec.Meta(ge=0)]
+#: a TCP port (0: any free one)
+Port = Annotated[int, msgspec.Meta(ge=0, le=65535)]
 
 
 # ---------------------------------------------------------------- the PTC runtime (envs/runtime)

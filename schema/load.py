@@ -7,6 +7,8 @@ the field (msgspec's message) and the file's name, before anything starts.
 
 from __future__ import annotations
 
+import argparse
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -101,3 +103,19 @@ def load_sections(path: str | Path | None, overrides: list[str] | None, section:
     tree = read_tree(path, overrides)
     extra = tree.pop(section, None) or {}
     return decode(tree, TrainConfig, path), decode(extra, cls, path, section)
+
+
+def argument(kind: Any) -> Callable[[str], Any]:
+    """An argparse `type=` that decodes a command-line value as `kind` (a bounded alias of
+    schema/config.py, such as `Count`), so that a flag keeps the bounds its config field keeps: a bad
+    value is a usage error naming the flag, before anything starts, not a hang (no episode ever runs
+    with a concurrency of 0) or a failure after the work."""
+
+    def parse(text: str) -> Any:
+        try:
+            return msgspec.convert(yaml.safe_load(text), kind, strict=False)
+        except (msgspec.ValidationError, yaml.YAMLError) as exc:
+            raise argparse.ArgumentTypeError(f"{text!r}: {exc}") from None
+
+    return parse
+

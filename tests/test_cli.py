@@ -52,3 +52,24 @@ def test_every_command_gets_its_arguments_and_a_run():
         has_run = parser.get_default("run") is not None
         subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]  # harbor check|run, tasks …
         assert has_run or all(p.get_default("run") is not None for s in subs for p in s.choices.values()), command
+
+
+@pytest.mark.parametrize("argv,message", [
+    (("collect", "--samples", "0", "--out", "x.jsonl"), "argument --samples: '0': Expected `int` >= 1"),
+    # a score above 1 once ran every oracle episode, then kept none of them
+    (("collect", "--min-score", "5", "--out", "x.jsonl"), "argument --min-score: '5': Expected `float` <= 1.0"),
+    # a concurrency of 0 once hung for good
+    (("tasks", "context-report", "--concurrency", "0"), "argument --concurrency: '0': Expected `int` >= 1"),
+    (("tasks", "validate", "--processes", "-1"), "argument --processes: '-1': Expected `int` >= 1"),
+    (("harbor", "run", "t", "--temperature", "-1"), "argument --temperature: '-1': Expected `float` >= 0.0"),
+    # a port past 65535 once ended in a pydantic traceback from the MCP SDK
+    (("mcp", "--http", "70000"), "argument --http: '70000': Expected `int` <= 65535"),
+    (("mcp", "--timeout", "0"), "argument --timeout: '0': Expected `float` > 0.0"),
+    (("model", "build-tiny", "--layers", "0"), "argument --layers: '0': Expected `int` >= 1"),
+])
+def test_a_flag_out_of_its_bounds_is_a_usage_error_before_anything_runs(argv, message, capsys):
+    from launch.cli import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main(list(argv))
+    assert exit_.value.code == 2 and message in capsys.readouterr().err

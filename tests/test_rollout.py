@@ -264,13 +264,20 @@ def test_collect_and_build_tiny_commands(tmp_path, tiny_path):
     assert (tmp_path / "tiny" / "tokenizer.json").read_bytes() == (tiny_path / "tokenizer.json").read_bytes()
     wa, wb = load_file(tmp_path / "tiny" / "model.safetensors"), load_file(tiny_path / "model.safetensors")
     assert wa.keys() == wb.keys() and all(torch.equal(wa[k], wb[k]) for k in wa)
+    # an --out that cannot be written is refused before any episode runs (it was found after all of them)
+    r = subprocess.run([str(BIN / "progagent"), "collect", "--tasks", TASK, "--scales", "v0", "--out", str(tmp_path)],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and f"--out {tmp_path}" in r.stdout and "is a folder" in r.stdout, r.stdout + r.stderr
+    assert "Started a local Ray instance" not in r.stdout + r.stderr
     out = tmp_path / "sft.jsonl"
+    out.write_text("an earlier collection\n")  # replaced whole once the new one is written
     r = subprocess.run([str(BIN / "progagent"), "collect", "--teacher", "oracle", "--harness", "dtc", "--tasks", TASK,
                         "--scales", "v0", "--model", str(tmp_path / "tiny"), "--out", str(out)],
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert len(rows) == 1 and rows[0]["harness"] == "dtc" and rows[0]["score"] == 1.0
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".part")]  # the file it wrote first is gone
     assert len(rows[0]["token_ids"]) == len(rows[0]["loss_mask"]) and sum(rows[0]["loss_mask"]) > 100
     r = subprocess.run([str(BIN / "progagent"), "collect", "--teacher", "gpt-4", "--out", str(out)],
                        capture_output=True, text=True, timeout=300)

@@ -42,7 +42,8 @@ from envs.runtime.episode import Episode, Runtime
 from envs.runtime.mcp_config import load_mcp_servers
 from envs.runtime.sandbox import host_binds
 from envs.runtime.upstream import Upstream, Upstreams, UpstreamSpec
-from schema.config import RuntimeConfig
+from schema.config import Port, RuntimeConfig, Seconds
+from schema.load import argument
 
 log = logging.getLogger(__name__)
 HARNESSES = ("ptc", "dtc", "hybrid")
@@ -180,10 +181,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "args, env, cwd; url, headers, type sse; and timeout_s, error_heuristic per server)")
     parser.add_argument("--upstream", action="append", default=[], metavar="NAME=COMMAND",
                         help="an MCP server to route tools to (repeatable); NAME=URL for streamable HTTP")
-    parser.add_argument("--tool-timeout", type=float, default=60.0, metavar="SECONDS",
+    parser.add_argument("--tool-timeout", type=argument(Seconds), default=60.0, metavar="SECONDS",
                         help="a tool call's deadline, for servers without their own timeout_s (default 60)")
     parser.add_argument("--harness", choices=HARNESSES, default="ptc")
-    parser.add_argument("--timeout", type=float, default=120.0, help="per-program wall timeout in seconds")
+    parser.add_argument("--timeout", type=argument(Seconds), default=120.0, help="per-program wall timeout in seconds")
     parser.add_argument("--workspace", type=Path, default=None, help="host folder bound as /workspace")
     parser.add_argument("--logs", type=Path, default=None, metavar="DIR",
                         help="keep the tool servers' stderr logs in DIR/<episode>/ (default: the episode's folder, "
@@ -191,7 +192,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--bind", action="append", default=[], metavar="PATH[:rw]",
                         help="a host folder programs see at the same path (read-only; ':rw' to write), so the "
                              "paths a tool server takes are the paths a program uses (repeatable)")
-    parser.add_argument("--http", type=int, default=None, metavar="PORT",
+    parser.add_argument("--http", type=argument(Port), default=None, metavar="PORT",
                         help="serve streamable HTTP on 127.0.0.1:PORT/mcp instead of stdio (bearer token required)")
     parser.add_argument("--token-file", type=Path, default=None,
                         help=f"over HTTP: the bearer token, in a file readable by its owner only (created when "
