@@ -106,3 +106,15 @@ async def test_npm_filesystem_server_with_workspace(tmp_path):
 def test_bad_upstream_argument_is_a_clear_error():
     r = subprocess.run([PROGAGENT, "mcp", "--upstream", "missing-equals"], capture_output=True, text=True)
     assert r.returncode == 2 and "--upstream expects NAME=COMMAND or NAME=URL" in r.stderr
+
+
+def test_a_server_that_cannot_start_or_logs_that_cannot_be_kept_are_one_line_errors(tmp_path):
+    """Each was a traceback (an exception group from the SDK's task groups, or os.mkdir's)."""
+    r = subprocess.run([PROGAGENT, "mcp", "--upstream", f"x={tmp_path / 'no-such-server'}"], capture_output=True,
+                       text=True, stdin=subprocess.DEVNULL, timeout=60)
+    assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
+    assert r.stderr.strip().splitlines()[-1].startswith("error: upstream MCP server 'x' failed to start: FileNotFound")
+    (tmp_path / "a-file").write_text("")
+    r = subprocess.run([PROGAGENT, "mcp", "--logs", str(tmp_path / "a-file" / "logs")], capture_output=True, text=True,
+                       stdin=subprocess.DEVNULL, timeout=60)
+    assert r.returncode == 2 and r.stderr.strip() == f"error: --logs {tmp_path / 'a-file' / 'logs'}: Not a directory"

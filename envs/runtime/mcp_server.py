@@ -41,7 +41,7 @@ from envs.runtime import ptc_tool
 from envs.runtime.episode import Episode, Runtime
 from envs.runtime.mcp_config import load_mcp_servers
 from envs.runtime.sandbox import host_binds
-from envs.runtime.upstream import Upstream, Upstreams, UpstreamSpec
+from envs.runtime.upstream import Upstream, Upstreams, UpstreamSpec, UpstreamStartError
 from schema.config import Port, RuntimeConfig, Seconds
 from schema.load import argument
 
@@ -201,6 +201,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="trust isError only (do not detect failures reported in text)")
 
 
+def _start_error(exc: BaseException) -> UpstreamStartError | None:
+    """The UpstreamStartError inside the exception groups the server's task groups wrapped it in."""
+    if isinstance(exc, UpstreamStartError):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        return next(filter(None, map(_start_error, exc.exceptions)), None)
+    return None
+
+
 def run(args: argparse.Namespace) -> int:
     try:
         specs = load_mcp_servers(args.config) if args.config else []
@@ -208,10 +217,14 @@ def run(args: argparse.Namespace) -> int:
         names = [s.name for s in specs]
         if len(set(names)) != len(names):
             raise ValueError(f"two tool servers share a name: {sorted({n for n in names if names.count(n) > 1})}")
-        if args.tool_timeout <= 0:
-            raise ValueError("--tool-timeout must be a positive number of seconds")
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return 2
+    try:  # made now, or refused with the reason (it was a traceback once the server had started)
+        if args.logs:
+            args.logs.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        print(f"error: --logs {args.logs}: {exc.strerror or exc}", file=sys.stderr)
         return 2
     config = RuntimeConfig(program_timeout_s=args.timeout, warm_pool=1, error_heuristic=not args.no_error_heuristic,
                            tool_timeout_s=args.tool_timeout, binds=list(args.bind),
@@ -230,7 +243,14 @@ def run(args: argparse.Namespace) -> int:
             async with stdio_server() as (read, write):
                 await server.run(read, write, server.create_initialization_options())
 
-        anyio.run(main, backend_options={"use_uvloop": True})
+        try:
+            anyio.run(main, backend_options={"use_uvloop": True})
+        except BaseException as exc:  # a tool server that cannot start ends the server: said in one line
+            failed = _start_error(exc)
+            if failed is None:
+                raise
+            print(f"error: {failed}", file=sys.stderr)
+            return 1
     else:
         import uvicorn
         from mcp.server.auth.settings import AuthSettings

@@ -244,6 +244,10 @@ def to_native(result: Any, info: ToolInfo | None, heuristic: bool) -> CallOutcom
     return CallOutcome(ok=True, value=values + others, text=text)
 
 
+class UpstreamStartError(RuntimeError):
+    """A tool server that did not start: its message names it, the cause and its stderr's last lines."""
+
+
 def _leaf(exc: BaseException) -> BaseException:
     """The first real error inside (nested) exception groups: what anyio task groups wrap around it."""
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
@@ -417,7 +421,7 @@ class Upstream:
                 cause = _leaf(exc)
                 said = tail.text() if tail is not None else ""
                 where = f"; its log: {self.errlog}" if self.errlog else ""
-                self._ready.set_exception(RuntimeError(
+                self._ready.set_exception(UpstreamStartError(
                     f"upstream MCP server {self.name!r} failed to start: {type(cause).__name__}: {cause}{where}"
                     + (f"\n--- the server's stderr, last lines ---\n{said}" if said else "")))
             elif not isinstance(exc, asyncio.CancelledError):
