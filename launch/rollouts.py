@@ -69,8 +69,15 @@ def outcome_settings(cfg: TrainConfig) -> str:
 
 
 def check_model(model: str) -> None:
-    """Fail before anything starts on a model the pool cannot serve."""
-    folder = Path(model)
+    """Fail before anything starts on a model the pool cannot serve: a path to no folder (env workers
+    that could not read its tokenizer died at start, and the error blamed the cluster), a folder
+    without a tokenizer, an API model without a name. A name that is no path ("org/name") may be a
+    Hugging Face hub id: the generators resolve it."""
+    folder = Path(model).expanduser()
+    if model != "tiny" and not model.startswith(API_PREFIX) and not folder.is_dir() and (
+            folder.exists() or model.startswith(("/", "./", "../", "~"))):
+        raise ConfigError(f"model {model!r}: no such folder (a Hugging Face model folder, 'tiny' for the built-in "
+                          f"model, or {API_PREFIX}NAME)")
     if folder.is_dir() and not any((folder / f).exists() for f in ("tokenizer.json", "tokenizer_config.json")):
         raise ConfigError(f"model {model!r} has no tokenizer (env workers read it from the model folder); "
                           "save the tokenizer next to the exported weights")

@@ -41,6 +41,7 @@ from envs.sources import Source, check_trainable, resolve_sources
 from launch.fabric import Fabric, init_ray, resolve_model
 from launch.metrics import MetricsLog, StepCounts, rollout_metrics, signal_metrics, source_metrics
 from launch.paths import run_root
+from launch.rollouts import check_model
 from rollout.rewards import check_terms, trained_reward
 from schema.config import RewardConfig, TrainConfig
 from schema.load import ConfigError, load_config
@@ -65,13 +66,35 @@ def _outcomes(outcomes: list[EpisodeOutcome], what: str) -> list[Trajectory]:
     return [o.trajectory for o in outcomes if not failed(o)]
 
 
-async def teacher_data(fabric: Fabric, cfg: TrainConfig, sources: list[Source]) -> list[Trajectory]:
-    """SFT data: a JSONL of teacher trajectories, or the oracle of every (task, scale) of the sources
-    whose kind has one, through the harness (failed episodes are left out; scores below sft.min_score
-    too)."""
+def load_teacher(path: str) -> list[Trajectory]:
+    """sft.teacher's JSONL of trajectories (progagent collect), read whole before anything starts: a
+    file that is missing, holds a line that is no trajectory, or holds none is a ConfigError naming
+    it (each was found only after the fabric had started)."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"sft.teacher: {path}: {exc.strerror or exc} (oracle, or a JSONL of teacher trajectories "
+                          "written by progagent collect)") from None
+    decoder = msgspec.json.Decoder(Trajectory)
+    out = []
+    for i, line in enumerate(data.splitlines(), 1):
+        if line.strip():
+            try:
+                out.append(decoder.decode(line))
+            except msgspec.DecodeError as exc:
+                raise ConfigError(f"sft.teacher: {path}, line {i}: not a trajectory ({exc})") from None
+    if not out:
+        raise ConfigError(f"sft.teacher: {path} holds no trajectory")
+    return out
+
+
+async def teacher_data(fabric: Fabric, cfg: TrainConfig, sources: list[Source],
+                       teacher: list[Trajectory] | None = None) -> list[Trajectory]:
+    """SFT data: the teacher JSONL's trajectories (`teacher`, read by load_teacher), or the oracle of
+    every (task, scale) of the sources whose kind has one, through the harness (failed episodes are
+    left out; scores below sft.min_score too)."""
     if cfg.sft.teacher != "oracle":
-        decoder = msgspec.json.Decoder(Trajectory)
-        return [decoder.decode(line) for line in Path(cfg.sft.teacher).read_bytes().splitlines() if line.strip()]
+        return teacher if teacher is not None else load_teacher(cfg.sft.teacher)
     harness = cfg.fabric.env_worker.harness
     reqs = [EpisodeRequest(env=r, group_id=f"oracle-{src.name}-{r.task_id}-{r.scale}", sample_idx=0, harness=harness,
                            generator="oracle") for src in sources if src.kind.has_oracle for r in src.refs]
@@ -138,6 +161,9 @@ async def train(cfg: TrainConfig, resume: str | None = None, sft_only: bool = Fa
         check_terms(cfg.train.reward)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
+    check_model(cfg.model.path)
+    teacher = load_teacher(cfg.sft.teacher) if cfg.sft.enabled and resume is None and cfg.sft.teacher != "oracle" \
+        else None
     root, moved = run_root(cfg.run.out_dir)
     if moved:
         console.print(f"[yellow]{moved}[/]", soft_wrap=True)
@@ -154,7 +180,7 @@ async def train(cfg: TrainConfig, resume: str | None = None, sft_only: bool = Fa
                                  cfg.train.groups_per_step, harness=cfg.fabric.env_worker.harness, seed=cfg.run.seed)
         step = await restore(fabric, manager, Path(resume)) if resume else 0
         if cfg.sft.enabled and resume is None:
-            await cold_start(fabric, cfg, trained, log)
+            await cold_start(fabric, cfg, trained, log, teacher)
         manager.set_version(await fabric.publish())
         if not sft_only:
             if cfg.eval.before and resume is None:
@@ -173,8 +199,9 @@ async def train(cfg: TrainConfig, resume: str | None = None, sft_only: bool = Fa
     return out
 
 
-async def cold_start(fabric: Fabric, cfg: TrainConfig, sources: list[Source], log: MetricsLog) -> None:
-    data = await teacher_data(fabric, cfg, sources)
+async def cold_start(fabric: Fabric, cfg: TrainConfig, sources: list[Source], log: MetricsLog,
+                     teacher: list[Trajectory] | None = None) -> None:
+    data = await teacher_data(fabric, cfg, sources, teacher)
     if not data:
         raise RuntimeError("no teacher trajectory reached sft.min_score: nothing to train SFT on")
     history = await fabric.learner.sft.remote(data)

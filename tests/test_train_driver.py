@@ -63,6 +63,26 @@ def test_config_errors_name_the_field(tmp_path):
     assert paper.learner.loss.clip_low == 3e-4 and paper.learner.loss.clip_high == 4e-4
 
 
+
+def test_a_model_or_teacher_file_that_is_not_there_stops_the_run_before_anything_starts(tmp_path):
+    """A model path to no folder let env workers die at start ("is a node of the cluster failing?"); a
+    teacher JSONL that was missing or held a line that is no trajectory was a traceback after the fabric
+    had started. Now each is a ConfigError naming it, and no run folder is made."""
+    from launch.train import train
+
+    (tmp_path / "bad.jsonl").write_text('{"task_id": "t"}\n')
+    (tmp_path / "empty.jsonl").write_text("\n")
+    local = ROOT / "configs" / "local.yaml"
+    for overrides, message in [
+            (["model.path=/no/such/model"], "model '/no/such/model': no such folder"),
+            ([f"sft.teacher={tmp_path / 'none.jsonl'}"], "none.jsonl: No such file or directory"),
+            ([f"sft.teacher={tmp_path / 'bad.jsonl'}"], "bad.jsonl, line 1: not a trajectory (Object missing required field"),
+            ([f"sft.teacher={tmp_path / 'empty.jsonl'}"], "empty.jsonl holds no trajectory")]:
+        cfg = load_config(local, [f"run.out_dir={tmp_path / 'runs'}", *overrides])
+        with pytest.raises(ConfigError, match=re.escape(message)):
+            asyncio.run(train(cfg))
+    assert not (tmp_path / "runs").exists()
+
 #: the demo with two env workers and three groups of four per step (24 episodes in flight)
 # the curriculum and a reward term on: their state goes through the checkpoint and `ray job submit --resume`
 KILL = SMALL + ["fabric.env_workers=2", "train.groups_per_step=3", "rollout.group_size=4",
