@@ -162,6 +162,8 @@ async def train(cfg: TrainConfig, resume: str | None = None, sft_only: bool = Fa
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
     check_model(cfg.model.path)
+    if resume:
+        checkpoint_step(Path(resume))
     teacher = load_teacher(cfg.sft.teacher) if cfg.sft.enabled and resume is None and cfg.sft.teacher != "oracle" \
         else None
     root, moved = run_root(cfg.run.out_dir)
@@ -318,13 +320,31 @@ async def checkpoint(fabric: Fabric, manager: RolloutManager, path: Path, step: 
     _write(path / "driver.json", json.dumps({"step": step}).encode())
 
 
+def checkpoint_step(path: Path) -> int:
+    """The step of the checkpoint in `path`, checked before anything starts: a folder that is not one
+    `checkpoint` wrote whole is a ConfigError naming what it lacks (it was a traceback once the fabric
+    had started)."""
+    missing = [name for name in ("driver.json", "rollouts.msgpack", "learner") if not (path / name).exists()]
+    if missing:
+        raise ConfigError(f"--resume {path}: not a checkpoint (no {', '.join(missing)}; a run's checkpoint is its "
+                          f"run folder's checkpoint/)")
+    try:
+        step = json.loads((path / "driver.json").read_text())["step"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ConfigError(f"--resume {path}: driver.json is unreadable ({exc})") from None
+    if not isinstance(step, int) or step < 0:
+        raise ConfigError(f"--resume {path}: driver.json's step is {step!r}, not a step number")
+    return step
+
+
 async def restore(fabric: Fabric, manager: RolloutManager, path: Path) -> int:
+    step = checkpoint_step(path)
     try:  # the sources first: a checkpoint of another config is refused before the learner loads it
         manager.load_state((path / "rollouts.msgpack").read_bytes())
     except ValueError as exc:
         raise ConfigError(f"--resume {path}: {exc}") from None
     await fabric.learner.load.remote(str(path / "learner"))
-    return json.loads((path / "driver.json").read_text())["step"]
+    return step
 
 
 def run(args: argparse.Namespace, sft_only: bool = False) -> int:

@@ -64,7 +64,7 @@ def test_config_errors_name_the_field(tmp_path):
 
 
 
-def test_a_model_or_teacher_file_that_is_not_there_stops_the_run_before_anything_starts(tmp_path):
+def test_a_model_teacher_file_or_checkpoint_that_is_not_there_stops_the_run_before_anything_starts(tmp_path):
     """A model path to no folder let env workers die at start ("is a node of the cluster failing?"); a
     teacher JSONL that was missing or held a line that is no trajectory was a traceback after the fabric
     had started. Now each is a ConfigError naming it, and no run folder is made."""
@@ -81,6 +81,16 @@ def test_a_model_or_teacher_file_that_is_not_there_stops_the_run_before_anything
         cfg = load_config(local, [f"run.out_dir={tmp_path / 'runs'}", *overrides])
         with pytest.raises(ConfigError, match=re.escape(message)):
             asyncio.run(train(cfg))
+    # a --resume folder that is not a whole checkpoint (FileNotFoundError once the fabric had started)
+    (tmp_path / "half").mkdir()
+    (tmp_path / "half" / "driver.json").write_text('{"step": "x"}')
+    cfg = load_config(local, [f"run.out_dir={tmp_path / 'runs'}"])
+    with pytest.raises(ConfigError, match=re.escape(f"--resume {tmp_path / 'half'}: not a checkpoint (no rollouts.msgpack, learner")):
+        asyncio.run(train(cfg, resume=str(tmp_path / "half")))
+    (tmp_path / "half" / "rollouts.msgpack").write_bytes(b"")
+    (tmp_path / "half" / "learner").mkdir()
+    with pytest.raises(ConfigError, match=re.escape("driver.json's step is 'x', not a step number")):
+        asyncio.run(train(cfg, resume=str(tmp_path / "half")))
     assert not (tmp_path / "runs").exists()
 
 #: the demo with two env workers and three groups of four per step (24 episodes in flight)
