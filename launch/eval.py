@@ -219,7 +219,7 @@ def run(args: argparse.Namespace) -> int:
         validate(st)
         sweep_sources(cfg, st)
     except ConfigError as exc:
-        console.print(f"[red]config error:[/] {exc}")
+        console.print(f"[red]config error:[/] {exc}", soft_wrap=True)
         return 2
     run_sweep(cfg, st)
     return 0

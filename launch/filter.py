@@ -183,7 +183,7 @@ def run(args: argparse.Namespace) -> int:
         cfg, st = load_sections(args.config, [*args.overrides, *extra], "filter", FilterSettings)
         validate(st)
     except ConfigError as exc:
-        console.print(f"[red]config error:[/] {exc}")
+        console.print(f"[red]config error:[/] {exc}", soft_wrap=True)
         return 2
     started = not ray.is_initialized()  # a Ray someone else started (a notebook, a test) stays up
     try:

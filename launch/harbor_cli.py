@@ -92,7 +92,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                                      out_dir=args.out or str(run_root(cfg.run.out_dir)[0] / "harbor"))
         validate(st)
     except ConfigError as exc:
-        console.print(f"[red]config error:[/] {exc}")
+        console.print(f"[red]config error:[/] {exc}", soft_wrap=True)
         return 2
     out = run_sweep(cfg, st)
     summary = msgspec.json.decode((out / "summary.json").read_bytes())

@@ -65,7 +65,7 @@ async def collect(args: argparse.Namespace) -> int:
         cfg = load_config(args.config, collect_overrides(args))
         sources = resolve_sources(cfg.sources(), say=console.print)
     except ConfigError as exc:
-        console.print(f"[red]config error:[/] {exc}")
+        console.print(f"[red]config error:[/] {exc}", soft_wrap=True)
         return 2
     oracle = teacher == "oracle"
     reqs = [EpisodeRequest(env=r, group_id=f"collect-{src.name}-{r.task_id}-{r.scale}", sample_idx=i,
@@ -77,13 +77,14 @@ async def collect(args: argparse.Namespace) -> int:
     # --out is opened before the episodes run, so a path that cannot be written loses no work: they are
     # written to a file beside it, which replaces it whole at the end (an earlier file stays until then)
     out = Path(args.out)
+    if out.is_dir():
+        console.print(f"[red]error:[/] --out {out} is a folder: name the file to write", soft_wrap=True)
+        return 2
     try:
-        if out.is_dir():
-            raise IsADirectoryError(f"{out} is a folder")
         out.parent.mkdir(parents=True, exist_ok=True)
         part = tempfile.NamedTemporaryFile(dir=out.parent, prefix=f".{out.name}.", suffix=".part", delete=False)
     except OSError as exc:
-        console.print(f"[red]error:[/] --out {out}: {exc}")
+        console.print(f"[red]error:[/] --out {out}: {exc.strerror or exc}", soft_wrap=True)
         return 2
     with part:
         try:
@@ -145,7 +146,7 @@ def cmd_import_gguf(args: argparse.Namespace) -> int:
     try:
         console.print(f"[green]{import_gguf(args.gguf, args.out, args.dtype)}[/]")
     except (FileNotFoundError, FileExistsError, ValueError) as exc:
-        console.print(f"[red]error:[/] {exc}")
+        console.print(f"[red]error:[/] {exc}", soft_wrap=True)
         return 2
     return 0
 

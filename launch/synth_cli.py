@@ -62,7 +62,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     try:
         cfg = load_synth_config(args.config, args.overrides)
     except ConfigError as exc:
-        console.print(f"[red]error:[/] {exc}")
+        console.print(f"[red]error:[/] {exc}", soft_wrap=True)
         return 2
     summary = uvloop.run(synthesize(cfg, args.out))
     console.print(_table(summary))

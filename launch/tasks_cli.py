@@ -158,7 +158,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         return args.tasks_run(args)
     except (TaskLoadError, FileExistsError, ValueError) as exc:
-        console.print(f"[red]error:[/] {exc}")
+        console.print(f"[red]error:[/] {exc}", soft_wrap=True)
         return 2
 
 

@@ -351,7 +351,7 @@ def run(args: argparse.Namespace, sft_only: bool = False) -> int:
     try:
         cfg = load_config(args.config, args.overrides)
     except ConfigError as exc:
-        console.print(f"[red]config error:[/] {exc}")
+        console.print(f"[red]config error:[/] {exc}", soft_wrap=True)
         return 2
     if sft_only and not cfg.sft.enabled:
         console.print("[red]config error:[/] sft.enabled is false; nothing to do")
@@ -359,7 +359,7 @@ def run(args: argparse.Namespace, sft_only: bool = False) -> int:
     try:
         asyncio.run(train(cfg, getattr(args, "resume", None), sft_only=sft_only))
     except ConfigError as exc:
-        console.print(f"[red]config error:[/] {exc}")
+        console.print(f"[red]config error:[/] {exc}", soft_wrap=True)
         return 2
     except LearnerLost as exc:
         console.print(f"[red]{exc}[/]", soft_wrap=True)
