@@ -35,8 +35,8 @@ Resources = Annotated[float, msgspec.Meta(ge=0)]
 Fraction = Annotated[float, msgspec.Meta(ge=0, le=1)]
 #: a sampling temperature (0: greedy)
 Temperature = Annotated[float, msgspec.Meta(ge=0)]
-#: a TCP port (0: any free one)
-Port = Annotated[int, msgspec.Meta(ge=0, le=65535)]
+#: a TCP port
+Port = Annotated[int, msgspec.Meta(ge=1, le=65535)]
 
 
 # ---------------------------------------------------------------- the PTC runtime (envs/runtime)

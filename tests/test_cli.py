@@ -64,6 +64,7 @@ def test_every_command_gets_its_arguments_and_a_run():
     (("harbor", "run", "t", "--temperature", "-1"), "argument --temperature: '-1': Expected `float` >= 0.0"),
     # a port past 65535 once ended in a pydantic traceback from the MCP SDK
     (("mcp", "--http", "70000"), "argument --http: '70000': Expected `int` <= 65535"),
+    (("mcp", "--http", "0"), "argument --http: '0': Expected `int` >= 1"),  # "serving 127.0.0.1:0" named no port
     (("mcp", "--timeout", "0"), "argument --timeout: '0': Expected `float` > 0.0"),
     (("model", "build-tiny", "--layers", "0"), "argument --layers: '0': Expected `int` >= 1"),
 ])
