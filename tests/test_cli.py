@@ -74,3 +74,11 @@ def test_a_flag_out_of_its_bounds_is_a_usage_error_before_anything_runs(argv, me
     with pytest.raises(SystemExit) as exit_:
         main(list(argv))
     assert exit_.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_a_task_library_that_is_not_there_is_an_error_not_a_traceback(tmp_path, capsys):
+    from launch.cli import main
+
+    assert main(["tasks", "--root", str(tmp_path / "none"), "list"]) == 2
+    out = " ".join(capsys.readouterr().out.split())
+    assert f"error: {tmp_path / 'none'}: not a task library (No such file or directory)" in out

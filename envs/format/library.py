@@ -298,7 +298,12 @@ def load_library(root: str | Path = LIBRARY_DIR) -> tuple[dict[str, Task], dict[
     """All task folders under root: (tasks by id, errors by folder name)."""
     tasks: dict[str, Task] = {}
     errors: dict[str, str] = {}
-    for folder in sorted(Path(root).iterdir()):
+    try:
+        folders = sorted(Path(root).iterdir())
+    except OSError as exc:  # the library itself, not one task in it: nothing can be loaded
+        raise TaskLoadError(f"{root}: not a task library ({exc.strerror or exc}); a library is a folder of task "
+                            f"folders") from None
+    for folder in folders:
         if not folder.is_dir() or folder.name.startswith(("_", ".")):
             continue
         try:
