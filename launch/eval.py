@@ -81,6 +81,10 @@ def validate(st: SweepSettings) -> None:
     bad = [h for h in st.harnesses if h not in HARNESSES]
     if bad or st.samples < 1 or not st.harnesses:
         raise ConfigError(f"sweep: unknown harnesses {bad} or no work (samples={st.samples})")
+    if any(k > st.samples for k in st.ks):  # such a k was left out of the report without a word
+        raise ConfigError(f"sweep.ks: pass@k needs k samples, and sweep.samples is {st.samples}: "
+                          f"{sorted(k for k in st.ks if k > st.samples)} cannot be estimated (leave ks out for "
+                          f"1, 2, 4, ... up to samples)")
     for m in st.models:
         check_model(m)
 
@@ -131,7 +135,7 @@ async def sweep(cfg: TrainConfig, st: SweepSettings, runners: dict[str, RolloutR
     finally:
         cache.close()
     records = [cache.get(j.key()) for j in todo if j.key() in cache]
-    ks = sorted(k for k in set(st.ks) | {1} if k <= st.samples)
+    ks = sorted(set(st.ks) | {1}) if st.ks else [2**i for i in range(st.samples.bit_length())]
     task_rows = rep.by_task(records, ks)
     scale_rows = rep.summarise(task_rows, ("model", "harness", "scale"))
     overall = rep.summarise(task_rows, ("model", "harness"))

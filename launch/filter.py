@@ -186,8 +186,11 @@ def run(args: argparse.Namespace) -> int:
         console.print(f"[red]config error:[/] {exc}", soft_wrap=True)
         return 2
     started = not ray.is_initialized()  # a Ray someone else started (a notebook, a test) stays up
-    try:
+    try:  # the sources and scales are checked there, before anything starts
         _, decisions = asyncio.run(filter_tasks(cfg, st))
+    except ConfigError as exc:
+        console.print(f"[red]config error:[/] {exc}", soft_wrap=True)
+        return 2
     finally:
         if started and ray.is_initialized() and cfg.ray.address is None:
             ray.shutdown()

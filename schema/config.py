@@ -471,7 +471,8 @@ class SweepSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     models: list[str] = []  # [] = the config's model.path; "tiny", HF folders (checkpoints), openai:NAME
     harnesses: list[str] = msgspec.field(default_factory=lambda: ["dtc", "ptc", "hybrid"])
     samples: Count = 4  # n rollouts per (model, harness, task, scale)
-    ks: list[Count] = msgspec.field(default_factory=lambda: [1, 2, 4, 8, 16])  # pass@k, k <= samples
+    #: the k of pass@k, each at most `samples` ([] = 1, 2, 4, ... up to samples; pass@1 is always there)
+    ks: list[Count] = []
     out_dir: str = ""  # "" = <run.out_dir>/eval-<run.name>; fixed, so a re-run resumes
     seed: int = 0  # base of the per-sample sampling seeds
     #: the sources of `envs:` a sweep runs, by name ([] = every source); each at its own scales

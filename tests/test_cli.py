@@ -82,3 +82,14 @@ def test_a_task_library_that_is_not_there_is_an_error_not_a_traceback(tmp_path, 
     assert main(["tasks", "--root", str(tmp_path / "none"), "list"]) == 2
     out = " ".join(capsys.readouterr().out.split())
     assert f"error: {tmp_path / 'none'}: not a task library (No such file or directory)" in out
+
+
+def test_sweep_and_filter_settings_that_cannot_work_are_config_errors(capsys):
+    from launch.cli import main
+
+    # a k above the samples was left out of the report without a word
+    assert main(["eval", "sweep.ks=[1,64]", "sweep.samples=2"]) == 2
+    assert "sweep.ks: pass@k needs k samples, and sweep.samples is 2: [64] cannot be estimated" in capsys.readouterr().out
+    # an unknown source was a ConfigError traceback from inside the filter
+    assert main(["filter", "filter.envs=[nope]"]) == 2
+    assert "config error: filter.envs: no source named ['nope']" in capsys.readouterr().out
