@@ -11,8 +11,12 @@ mounts (the learner writes checkpoints and the model from its own node).
 
 from __future__ import annotations
 
+import contextlib
 import os
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
+from typing import IO
 
 #: path components of the folder Ray unpacks a job's `--working-dir` into
 RAY_WORKING_DIR_COPY = ("runtime_resources", "working_dir_files")
@@ -40,3 +44,51 @@ def run_root(out_dir: str, cwd: Path | None = None) -> tuple[Path, str]:
                       f"working directory ({cwd}), which Ray deletes with its session: writing under {root} "
                       f"instead ($PROGAGENT_HOME, default ~/progagent; or give an absolute run.out_dir)")
     return (cwd / path).resolve(), ""
+
+
+class OutputError(ValueError):
+    """An output path a command cannot write: said before the command does its work."""
+
+
+def _parents_are_folders(path: Path) -> None:
+    """mkdir's own error under a file is "File exists", which names the wrong thing."""
+    for parent in path.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise OutputError(f"{path}: {parent} is not a folder")
+            return
+
+
+@contextlib.contextmanager
+def output_file(path: Path) -> Iterator[IO[bytes]]:
+    """A file that becomes `path` whole when the block ends without an error, opened before the work
+    that fills it: a path that cannot be written is an OutputError before anything runs (a report
+    written after an hour of work was lost to a typo), and a run that fails leaves an earlier file as
+    it was. The file grows beside `path` (`.NAME.*.part`, removed on failure)."""
+    if path.is_dir():
+        raise OutputError(f"{path} is a folder: name the file to write")
+    _parents_are_folders(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        part = tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.", suffix=".part", delete=False)
+    except OSError as exc:
+        raise OutputError(f"{path}: {exc.strerror or exc}") from None
+    try:
+        with part:
+            yield part
+        os.replace(part.name, path)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(part.name)
+
+
+def output_folder(path: Path) -> Path:
+    """`path` as a folder a command writes into (made when missing), or an OutputError saying why not."""
+    if path.exists() and not path.is_dir():
+        raise OutputError(f"{path} exists and is not a folder")
+    _parents_are_folders(path)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OutputError(f"{path}: {exc.strerror or exc}") from None
+    return path

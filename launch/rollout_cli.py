@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
-import tempfile
 import time
 from pathlib import Path
 from typing import IO, Any
@@ -13,6 +11,7 @@ from typing import IO, Any
 import msgspec
 from rich.console import Console
 
+from launch.paths import OutputError, output_file
 from schema.config import Count, Fraction
 from schema.load import argument
 
@@ -74,20 +73,9 @@ async def collect(args: argparse.Namespace) -> int:
     if not reqs:
         console.print("[red]error:[/] no source has an oracle program (library tasks do): use --teacher openai:MODEL")
         return 2
-    # --out is opened before the episodes run, so a path that cannot be written loses no work: they are
-    # written to a file beside it, which replaces it whole at the end (an earlier file stays until then)
     out = Path(args.out)
-    if out.is_dir():
-        console.print(f"[red]error:[/] --out {out} is a folder: name the file to write", soft_wrap=True)
-        return 2
-    try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        part = tempfile.NamedTemporaryFile(dir=out.parent, prefix=f".{out.name}.", suffix=".part", delete=False)
-    except OSError as exc:
-        console.print(f"[red]error:[/] --out {out}: {exc.strerror or exc}", soft_wrap=True)
-        return 2
-    with part:
-        try:
+    try:  # opened before the episodes run: a path that cannot be written loses no work
+        with output_file(out) as fh:
             started = not ray.is_initialized()
             runner = await RolloutRunner.start(cfg, cfg.model.path if oracle else teacher)
             try:
@@ -96,12 +84,10 @@ async def collect(args: argparse.Namespace) -> int:
                 await runner.close()
                 if started and ray.is_initialized():
                     ray.shutdown()
-            kept = _write_kept(outcomes, part, args.min_score)
-            part.close()
-            os.replace(part.name, out)
-        finally:
-            if os.path.exists(part.name):
-                os.unlink(part.name)
+            kept = _write_kept(outcomes, fh, args.min_score)
+    except OutputError as exc:
+        console.print(f"[red]error:[/] --out {exc}", soft_wrap=True)
+        return 2
     console.print(f"kept {kept} of {len(outcomes)} trajectories (score >= {args.min_score}) in {out}")
     return 0 if kept else 1
 

@@ -57,11 +57,15 @@ async def synthesize(cfg, out: str):
 def cmd_run(args: argparse.Namespace) -> int:
     import uvloop
 
+    from launch.paths import OutputError, output_folder
     from schema.synth import ConfigError, load_synth_config
 
     try:
         cfg = load_synth_config(args.config, args.overrides)
-    except ConfigError as exc:
+        output_folder(Path(args.out))
+        if cfg.library_dir:
+            output_folder(Path(cfg.library_dir))
+    except (ConfigError, OutputError) as exc:
         console.print(f"[red]error:[/] {exc}", soft_wrap=True)
         return 2
     summary = uvloop.run(synthesize(cfg, args.out))

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import time
@@ -13,6 +14,7 @@ from rich.console import Console
 from rich.table import Table
 
 from envs.format.library import LIBRARY_DIR, Task, TaskLoadError, get_task, load_library, load_task
+from launch.paths import output_file
 from schema.config import Count
 from schema.load import argument
 from schema.records import SCALES
@@ -51,8 +53,8 @@ def cmd_build(args: argparse.Namespace) -> int:
 
     task = _task(args.task, args.root)
     out = Path(args.out)
-    if out.exists() and any(out.iterdir()):
-        console.print(f"[red]error:[/] {out} exists and is not empty")
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        console.print(f"[red]error:[/] {out} exists and is not an empty folder", soft_wrap=True)
         return 2
     task.build(out, args.scale)
     console.print(json.dumps({"task": task.id, "scale": args.scale, **env_stats(out)}))
@@ -82,12 +84,13 @@ def cmd_validate(args: argparse.Namespace) -> int:
         for p in rep["problems"]:
             console.print(f"    [red]-[/] {p}")
 
-    reports = validate_parallel(tasks, args.processes, args.concurrency, on_done=done)
+    with output_file(Path(args.json)) if args.json else contextlib.nullcontext() as report:  # before the work
+        reports = validate_parallel(tasks, args.processes, args.concurrency, on_done=done)
+        if report is not None:
+            report.write(json.dumps(reports, indent=1).encode())
     for name, err in errors.items():
         console.print(f"[red]FAIL[/] {name}: {err}")
     failed = [r["task"] for r in reports if not r["ok"]] + list(errors)
-    if args.json:
-        Path(args.json).write_text(json.dumps(reports, indent=1))
     console.print(f"{len(reports) + len(errors) - len(failed)} of {len(reports) + len(errors)} tasks valid "
                   f"in {time.perf_counter() - t0:.0f} s")
     return 1 if failed else 0
@@ -157,7 +160,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     try:
         return args.tasks_run(args)
-    except (TaskLoadError, FileExistsError, ValueError) as exc:
+    except (TaskLoadError, FileExistsError, ValueError) as exc:  # OutputError is a ValueError
         console.print(f"[red]error:[/] {exc}", soft_wrap=True)
         return 2
 

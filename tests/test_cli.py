@@ -93,3 +93,36 @@ def test_sweep_and_filter_settings_that_cannot_work_are_config_errors(capsys):
     # an unknown source was a ConfigError traceback from inside the filter
     assert main(["filter", "filter.envs=[nope]"]) == 2
     assert "config error: filter.envs: no source named ['nope']" in capsys.readouterr().out
+
+
+def test_an_output_path_that_cannot_be_written_is_refused_before_the_work(tmp_path, capsys):
+    from launch.cli import main
+
+    a_file = tmp_path / "a-file"
+    a_file.write_text("kept")
+    for argv, message in [
+            # each was a traceback (synth, build) or came after the whole validation (validate --json)
+            (["synth", "run", "--config", "configs/synth.yaml", "--out", str(a_file)], f"{a_file} exists and is not a folder"),
+            (["tasks", "build", "retail_loyalty_backfill", "--scale", "v0", str(a_file)],
+             f"{a_file} exists and is not an empty folder"),
+            (["tasks", "validate", "retail_loyalty_backfill", "--json", str(tmp_path)], f"{tmp_path} is a folder"),
+            (["tasks", "validate", "retail_loyalty_backfill", "--json", str(a_file / "r.json")],
+             f"{a_file / 'r.json'}: {a_file} is not a folder")]:
+        assert main(argv) == 2, argv
+        out = capsys.readouterr().out
+        assert f"error: {message}" in out and " valid in " not in out, (argv, out)
+    assert a_file.read_text() == "kept"
+
+
+def test_an_output_file_replaces_the_earlier_one_whole_or_not_at_all(tmp_path):
+    from launch.paths import output_file
+
+    path = tmp_path / "report.json"
+    path.write_text("earlier")
+    with pytest.raises(RuntimeError), output_file(path) as fh:
+        fh.write(b"half")
+        raise RuntimeError("the work failed")
+    assert path.read_text() == "earlier" and [p.name for p in tmp_path.iterdir()] == ["report.json"]
+    with output_file(path) as fh:
+        fh.write(b"new")
+    assert path.read_text() == "new" and [p.name for p in tmp_path.iterdir()] == ["report.json"]
