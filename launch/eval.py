@@ -53,7 +53,7 @@ from rich.console import Console
 
 from envs.sources import Source, resolve_sources
 from launch import eval_report as rep
-from launch.paths import run_root
+from launch.paths import OutputError, output_folder, run_root
 from launch.rollout_cache import RolloutCache, rollout_seed
 from launch.rollouts import (
     RolloutJob,
@@ -95,7 +95,13 @@ def sweep_sources(cfg: TrainConfig, st: SweepSettings) -> list[Source]:
 
 
 def out_dir(cfg: TrainConfig, st: SweepSettings) -> Path:
-    return Path(st.out_dir) if st.out_dir else run_root(cfg.run.out_dir)[0] / f"eval-{cfg.run.name}"
+    """The sweep's folder (sweep.out_dir, else <run.out_dir>/eval-<run.name>), made; a ConfigError when it
+    cannot be (a file there was a traceback)."""
+    path = Path(st.out_dir) if st.out_dir else run_root(cfg.run.out_dir)[0] / f"eval-{cfg.run.name}"
+    try:
+        return output_folder(path)
+    except OutputError as exc:
+        raise ConfigError(f"sweep.out_dir: {exc}") from None
 
 
 def jobs(st: SweepSettings, models: list[str], sources: list[Source]) -> list[RolloutJob]:
@@ -116,7 +122,6 @@ async def sweep(cfg: TrainConfig, st: SweepSettings, runners: dict[str, RolloutR
     validate(st)
     sources = sweep_sources(cfg, st)
     out = out_dir(cfg, st)
-    out.mkdir(parents=True, exist_ok=True)
     models = st.models or [cfg.model.path]
     scales = list(dict.fromkeys(sc for src in sources for sc in src.scale_weights))
     todo = jobs(st, models, sources)
@@ -222,6 +227,7 @@ def run(args: argparse.Namespace) -> int:
         cfg, st = load_sections(args.config, [*args.overrides, *extra], "sweep", SweepSettings)
         validate(st)
         sweep_sources(cfg, st)
+        out_dir(cfg, st)
     except ConfigError as exc:
         console.print(f"[red]config error:[/] {exc}", soft_wrap=True)
         return 2

@@ -27,7 +27,7 @@ import msgspec
 from rich.console import Console
 
 from envs.sources import resolve_sources
-from launch.paths import run_root
+from launch.paths import OutputError, output_folder, run_root
 from launch.rollout_cache import RolloutCache, RolloutRecord, rollout_seed
 from launch.rollouts import (
     RolloutJob,
@@ -87,7 +87,13 @@ def decide(task: str, records: list[RolloutRecord], st: FilterSettings, scales: 
 
 
 def out_dir(cfg: TrainConfig, st: FilterSettings) -> Path:
-    return Path(st.out_dir) if st.out_dir else run_root(cfg.run.out_dir)[0] / f"filter-{cfg.run.name}"
+    """The filter's folder (filter.out_dir, else <run.out_dir>/filter-<run.name>), made; a ConfigError when
+    it cannot be (a file there was a traceback)."""
+    path = Path(st.out_dir) if st.out_dir else run_root(cfg.run.out_dir)[0] / f"filter-{cfg.run.name}"
+    try:
+        return output_folder(path)
+    except OutputError as exc:
+        raise ConfigError(f"filter.out_dir: {exc}") from None
 
 
 def validate(st: FilterSettings) -> None:
@@ -139,7 +145,6 @@ async def filter_tasks(cfg: TrainConfig, st: FilterSettings,
     validate(st)
     sources = resolve_sources(cfg.sources(), st.envs or None, say=console.print, where="filter.envs")
     out = out_dir(cfg, st)
-    out.mkdir(parents=True, exist_ok=True)
     model = st.model or cfg.model.path
     cells = [(src.name, r) for src in sources for r in src.refs if not st.scales or r.scale in st.scales]
     if not cells:

@@ -71,7 +71,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     """The Harbor tasks as an evaluation sweep (launch/eval.py) of one model and harness, on the actor
     fabric: generators, env workers, judges; rollouts cached in `--out`, so a re-run resumes."""
-    from launch.eval import run_sweep, validate
+    from launch.eval import out_dir, run_sweep, validate
     from launch.paths import run_root
     from schema.config import SweepSettings
     from schema.load import ConfigError, load_sections
@@ -91,6 +91,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                                      samples=args.samples,
                                      out_dir=args.out or str(run_root(cfg.run.out_dir)[0] / "harbor"))
         validate(st)
+        out_dir(cfg, st)
     except ConfigError as exc:
         console.print(f"[red]config error:[/] {exc}", soft_wrap=True)
         return 2

@@ -40,7 +40,7 @@ from actors.scheduler import EpisodeOutcome
 from envs.sources import Source, check_trainable, resolve_sources
 from launch.fabric import Fabric, init_ray, resolve_model
 from launch.metrics import MetricsLog, StepCounts, rollout_metrics, signal_metrics, source_metrics
-from launch.paths import run_root
+from launch.paths import OutputError, output_folder, run_root
 from launch.rollouts import check_model
 from rollout.rewards import check_terms, trained_reward
 from schema.config import RewardConfig, TrainConfig
@@ -169,8 +169,10 @@ async def train(cfg: TrainConfig, resume: str | None = None, sft_only: bool = Fa
     root, moved = run_root(cfg.run.out_dir)
     if moved:
         console.print(f"[yellow]{moved}[/]", soft_wrap=True)
-    out = root / f"{cfg.run.name}-{time.strftime('%Y%m%d-%H%M%S')}"
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out = output_folder(root / f"{cfg.run.name}-{time.strftime('%Y%m%d-%H%M%S')}")
+    except OutputError as exc:  # a file at run.out_dir was a traceback
+        raise ConfigError(f"run.out_dir: {exc}") from None
     console.print(f"run folder {out}", soft_wrap=True)  # whole, for scripts that read it
     (out / "config.json").write_bytes(msgspec.json.format(msgspec.json.encode(cfg), indent=2))
     log = MetricsLog(out, out.name, msgspec.to_builtins(cfg), cfg.wandb.mode, cfg.wandb.project, cfg.wandb.entity)
