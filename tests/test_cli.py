@@ -110,7 +110,7 @@ def test_an_output_path_that_cannot_be_written_is_refused_before_the_work(tmp_pa
              f"{a_file / 'r.json'}: {a_file} is not a folder"),
             (["eval", "--out", str(a_file)], f"sweep.out_dir: {a_file} exists and is not a folder"),
             (["filter", "--out", str(a_file)], f"filter.out_dir: {a_file} exists and is not a folder"),
-            (["train", f"run.out_dir={a_file}"], f"{a_file} is not a folder")]:
+            (["train", f"run.out_dir={a_file}"], f"run.out_dir: {a_file}/local-")]:
         assert main(argv) == 2, argv
         out = capsys.readouterr().out
         assert f"error: {message}" in out and " valid in " not in out and "Ray" not in out, (argv, out)
