@@ -179,6 +179,10 @@ def test_test_sh_without_reward_is_a_recorded_error(tmp_path):
      r"task\.toml: Expected `float`, got `str` - at `\$\.verifier\.timeout_sec`"),
     (lambda d: (d / "task.toml").write_text("[[environment.mcp_servers]]\nname = 'x'\ntransport = 'stdio'\n"),
      r"task\.toml: environment\.mcp_servers\[0\] \('x'\): transport 'stdio' needs a command"),
+    # a server's name becomes its log's file name on the host: a task cannot aim it elsewhere
+    (lambda d: (d / "task.toml").write_text("[[environment.mcp_servers]]\nname = '../../x'\ntransport = 'stdio'\n"
+                                            "command = 'srv'\n"),
+     r"\('\.\./\.\./x'\): '\.\./\.\./x' is not a server name \(one path component"),
     (lambda d: (d / "task.toml").write_text("[[environment.mcp_servers]]\nname = 'x'\ntransport = 'stdio'\n"
                                                 "command = 'srv'\nheaders = {A = 'b'}\n"),
          r"task\.toml: environment\.mcp_servers\[0\] \('x'\): headers are for HTTP transports only"),

@@ -118,3 +118,15 @@ def test_a_server_that_cannot_start_or_logs_that_cannot_be_kept_are_one_line_err
     r = subprocess.run([PROGAGENT, "mcp", "--logs", str(tmp_path / "a-file" / "logs")], capture_output=True, text=True,
                        stdin=subprocess.DEVNULL, timeout=60)
     assert r.returncode == 2 and r.stderr.strip() == f"error: --logs {tmp_path / 'a-file' / 'logs'}: Not a directory"
+
+
+def test_a_server_name_that_is_not_one_file_name_is_refused(tmp_path):
+    """A server's name names its log file (`upstream-NAME.log`) in a host folder."""
+    config = tmp_path / "servers.json"
+    config.write_text('{"mcpServers": {"../../escape": {"command": "srv"}}}')
+    r = subprocess.run([PROGAGENT, "mcp", "--config", str(config), "--logs", str(tmp_path / "logs")],
+                       capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=60)
+    assert r.returncode == 2 and "'../../escape' is not a usable server name (" in r.stderr, r.stderr
+    r = subprocess.run([PROGAGENT, "mcp", "--upstream", "a/b=srv"], capture_output=True, text=True,
+                       stdin=subprocess.DEVNULL, timeout=60)
+    assert r.returncode == 2 and "'a/b' is not a server name" in r.stderr, r.stderr
