@@ -66,7 +66,6 @@ from typing import Any
 import msgspec
 
 from envs.runtime import untrusted_fs
-from envs.runtime.upstream import server_name_problem
 
 DEFAULT_ANSWER_PATH = "/app/answer.txt"
 DEFAULT_MEMORY_MB = 2048
@@ -589,8 +588,8 @@ def _decode_config(toml_path: Path) -> tuple[TaskConfig, list[str]]:
         where = f"{toml_path}: environment.mcp_servers[{i}] ({s.name!r})"
         if not s.name or names.count(s.name) > 1:
             raise HarborTaskError(f"{where}: every MCP server needs a unique, non-empty name")
-        if server_name_problem(s.name):  # it names the server's log file on the host
-            raise HarborTaskError(f"{where}: {server_name_problem(s.name)}")
+        if untrusted_fs.server_name_problem(s.name):  # it names the server's log file on the host
+            raise HarborTaskError(f"{where}: {untrusted_fs.server_name_problem(s.name)}")
         if s.transport not in TRANSPORTS:
             raise HarborTaskError(f"{where}: unknown transport {s.transport!r}; expected one of {', '.join(TRANSPORTS)}")
         if s.transport == "stdio" and not s.command:

@@ -26,7 +26,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from envs.runtime.upstream import UpstreamSpec, server_name_problem
+from envs.runtime.untrusted_fs import server_name_problem
+from envs.runtime.upstream import UpstreamSpec
 
 STDIO_KEYS = {"command", "args", "env", "cwd"}
 HTTP_KEYS = {"url", "headers"}

@@ -27,7 +27,7 @@ import stat
 import tarfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 O_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 O_READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
@@ -182,6 +182,18 @@ def read_tail(path: str | Path, max_bytes: int) -> bytes:
     with os.fdopen(fd, "rb") as f:
         f.seek(max(0, st.st_size - max_bytes))
         return f.read(max_bytes)
+
+
+def server_name_problem(name: Any) -> str | None:
+    """Why `name` cannot name a tool server, or None. A name becomes a file name (the server's log,
+    `upstream-NAME.log`, in a host folder), and a Harbor task or a benchmark's config chooses it: so it
+    is one path component, printable, not hidden and short."""
+    if not isinstance(name, str) or not name:
+        return "a server needs a non-empty name"
+    if "/" in name or "\\" in name or name.startswith(".") or not name.isprintable() or len(name) > 128:
+        return (f"{name[:200]!r} is not a server name (one path component: no '/' or '\\', not starting with "
+                "'.', printable, at most 128 characters)")
+    return None
 
 
 def open_log(path: str | Path, *, append: bool = True) -> BinaryIO:

@@ -43,18 +43,6 @@ from envs.runtime.untrusted_text import loggable
 log = logging.getLogger(__name__)
 
 
-def server_name_problem(name: Any) -> str | None:
-    """Why `name` cannot name a tool server, or None. A name becomes a file name (the server's log,
-    `upstream-NAME.log`, in a host folder), and a Harbor task or a benchmark's config chooses it: so it
-    is one path component, printable, not hidden and short."""
-    if not isinstance(name, str) or not name:
-        return "a server needs a non-empty name"
-    if "/" in name or "\\" in name or name.startswith(".") or not name.isprintable() or len(name) > 128:
-        return (f"{name[:200]!r} is not a server name (one path component: no '/' or '\\', not starting with "
-                "'.', printable, at most 128 characters)")
-    return None
-
-
 class UpstreamSpec(msgspec.Struct, forbid_unknown_fields=True):
     """An MCP tool server: a stdio command (with its own variables on top of the SDK's default
     environment, and a working directory) or an HTTP url (streamable HTTP, or SSE), with headers.
@@ -77,7 +65,7 @@ class UpstreamSpec(msgspec.Struct, forbid_unknown_fields=True):
     rename: dict[str, str] = {}
 
     def __post_init__(self) -> None:
-        problem = server_name_problem(self.name)
+        problem = untrusted_fs.server_name_problem(self.name)
         if problem:
             raise ValueError(problem)
 
