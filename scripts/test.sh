@@ -12,7 +12,11 @@
 # - last, the verifiers taskset's tests in .venv-verifiers (verifiers pins mcp==2.0.0: scripts/install.sh).
 # All parts run; the exit status is the first failing part's; beside's and the type check's output
 # follow serial's.
-# Measured on 2 cores, 2026-12-06 (newest): 12:24 and 13:08 (serial 8:30 / 9:05, beside 5:09 / 5:22,
+# Measured on 2 cores, 2026-12-06 (evening, newest): 13:32 and 14:34 (serial 9:14 / 10:01, beside 5:33 / 5:56,
+# parallel 3:56 / 4:11, verifiers 0:08), all passing; the same code's serial part took 9:14 in one run and
+# 10:10 in the next: the host moves a run by about a minute. From an empty cache (a fresh clone) the type
+# check costs ~48 s of CPU more (3 s warm).
+# Measured on 2 cores, 2026-12-06 (earlier): 12:24 and 13:08 (serial 8:30 / 9:05, beside 5:09 / 5:22,
 # parallel 3:35 / 3:43, verifiers 0:07), all passing; the machine's busy CPU over each whole run 1,272
 # and 1,352 core-s: 1.9 cores busy while serial and beside overlap, ~1.55 after. Beside under
 # `nice -n 10`: 12:45, and the two niced-kernel tests failed (they assume a launcher at nice 0).
