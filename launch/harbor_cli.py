@@ -19,7 +19,7 @@ import msgspec
 from rich.console import Console
 
 from envs.harbor.task import HarborTask, HarborTaskError, find_harbor_tasks, load_harbor_task
-from schema.config import Count, Temperature
+from schema.bounds import Count, Temperature
 from schema.load import argument
 
 console = Console()

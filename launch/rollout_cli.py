@@ -12,7 +12,7 @@ import msgspec
 from rich.console import Console
 
 from launch.paths import OutputError, output_file
-from schema.config import Count, Fraction
+from schema.bounds import Count, Fraction
 from schema.load import argument
 
 console = Console()

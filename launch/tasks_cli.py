@@ -15,7 +15,7 @@ from rich.table import Table
 
 from envs.format.library import LIBRARY_DIR, Task, TaskLoadError, get_task, load_library, load_task
 from launch.paths import output_file
-from schema.config import Count
+from schema.bounds import Count
 from schema.load import argument
 from schema.records import SCALES
 

@@ -94,7 +94,7 @@ async def teacher_data(fabric: Fabric, cfg: TrainConfig, sources: list[Source],
     every (task, scale) of the sources whose kind has one, through the harness (failed episodes are
     left out; scores below sft.min_score too)."""
     if cfg.sft.teacher != "oracle":
-        return teacher if teacher is not None else load_teacher(cfg.sft.teacher)
+        return teacher if teacher is not None else load_teacher(cfg.sft.teacher)  # train() reads it first
     harness = cfg.fabric.env_worker.harness
     reqs = [EpisodeRequest(env=r, group_id=f"oracle-{src.name}-{r.task_id}-{r.scale}", sample_idx=0, harness=harness,
                            generator="oracle") for src in sources if src.kind.has_oracle for r in src.refs]
@@ -162,8 +162,7 @@ async def train(cfg: TrainConfig, resume: str | None = None, sft_only: bool = Fa
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
     check_model(cfg.model.path)
-    if resume:
-        checkpoint_step(Path(resume))
+    resumed_at = checkpoint_step(Path(resume)) if resume else 0
     teacher = load_teacher(cfg.sft.teacher) if cfg.sft.enabled and resume is None and cfg.sft.teacher != "oracle" \
         else None
     root, moved = run_root(cfg.run.out_dir)
@@ -182,7 +181,9 @@ async def train(cfg: TrainConfig, resume: str | None = None, sft_only: bool = Fa
         console.print(f"[bold]fabric ready[/]: {await fabric.ready()}; run folder {out}")
         manager = RolloutManager(fabric.scheduler, sampler_for(cfg, trained), cfg.rollout,
                                  cfg.train.groups_per_step, harness=cfg.fabric.env_worker.harness, seed=cfg.run.seed)
-        step = await restore(fabric, manager, Path(resume)) if resume else 0
+        if resume:
+            await restore(fabric, manager, Path(resume))
+        step = resumed_at
         if cfg.sft.enabled and resume is None:
             await cold_start(fabric, cfg, trained, log, teacher)
         manager.set_version(await fabric.publish())
@@ -339,14 +340,13 @@ def checkpoint_step(path: Path) -> int:
     return step
 
 
-async def restore(fabric: Fabric, manager: RolloutManager, path: Path) -> int:
-    step = checkpoint_step(path)
+async def restore(fabric: Fabric, manager: RolloutManager, path: Path) -> None:
+    """The manager's and the learner's state from a checkpoint `checkpoint_step` has checked."""
     try:  # the sources first: a checkpoint of another config is refused before the learner loads it
         manager.load_state((path / "rollouts.msgpack").read_bytes())
     except ValueError as exc:
         raise ConfigError(f"--resume {path}: {exc}") from None
     await fabric.learner.load.remote(str(path / "learner"))
-    return step
 
 
 def run(args: argparse.Namespace, sft_only: bool = False) -> int:

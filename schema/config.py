@@ -12,31 +12,25 @@ learner's placement), `rollout` (groups, staleness, the in-flight window), `lear
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 
 import msgspec
 
+from schema.bounds import (
+    Amount,
+    Count,
+    Fraction,
+    NonNegative,
+    Positive,
+    PositiveFraction,
+    Resources,
+    Seconds,
+    Temperature,
+)
 from schema.records import SCALES, SamplingParams
 
 GiB = 1024**3
 
-# Bounds a field's value must keep, checked as the config is decoded (msgspec.Meta), so that a value
-# that cannot work (no env workers, a negative step count, a zero deadline) stops the run before
-# anything starts, with the field's path in the message, instead of hanging or failing later.
-#: a count of things that must exist: at least one
-Count = Annotated[int, msgspec.Meta(ge=1)]
-#: a count or size where 0 means none (or: off)
-Amount = Annotated[int, msgspec.Meta(ge=0)]
-#: a duration (or a rate) that must pass: above 0
-Seconds = Annotated[float, msgspec.Meta(gt=0)]
-#: a resource amount Ray reserves (0: none)
-Resources = Annotated[float, msgspec.Meta(ge=0)]
-#: a share, a probability or a pass rate
-Fraction = Annotated[float, msgspec.Meta(ge=0, le=1)]
-#: a sampling temperature (0: greedy)
-Temperature = Annotated[float, msgspec.Meta(ge=0)]
-#: a TCP port
-Port = Annotated[int, msgspec.Meta(ge=1, le=65535)]
 
 
 # ---------------------------------------------------------------- the PTC runtime (envs/runtime)
@@ -118,7 +112,7 @@ class GeneratorSpec(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     base_url: str = ""  # "openai": the endpoint, e.g. http://host:8000/v1 ("" = $OPENAI_BASE_URL or OpenAI's)
     api_key_env: str = "OPENAI_API_KEY"  # "openai": the variable holding the key (read by the generator)
     max_model_len: Count = 32_768
-    gpu_memory_utilization: Annotated[float, msgspec.Meta(gt=0, le=1)] = 0.85
+    gpu_memory_utilization: PositiveFraction = 0.85
     tensor_parallel_size: Count = 1
     num_gpus: Resources = 0.0
     num_cpus: Resources = 1.0
@@ -225,11 +219,11 @@ class PolicyLossConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 
 class OptimConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    lr: Annotated[float, msgspec.Meta(ge=0)] = 1e-6
-    weight_decay: Annotated[float, msgspec.Meta(ge=0)] = 0.0
+    lr: NonNegative = 1e-6
+    weight_decay: NonNegative = 0.0
     betas: tuple[float, float] = (0.9, 0.999)
     eps: float = 1e-8
-    grad_clip: Annotated[float, msgspec.Meta(ge=0)] = 1.0  # 0: no clipping
+    grad_clip: NonNegative = 1.0  # 0: no clipping
     warmup_steps: Amount = 0
 
 
@@ -245,7 +239,7 @@ class MegatronConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 class SFTConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     epochs: Count = 3
     batch_size: Count = 64  # sequences per optimizer step, reached by gradient accumulation
-    lr: Annotated[float, msgspec.Meta(ge=0)] = 1e-5
+    lr: NonNegative = 1e-5
     warmup_steps: Amount = 0
     seed: int = 0
 
@@ -262,7 +256,7 @@ class LearnerConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     #: packed rows per forward pass hold at most this many tokens (gradient accumulation over rows);
     #: the torch backend on CPU without flash attention runs a row per sequence (TorchLearner._rows)
     max_tokens_per_micro_batch: Count = 16_384
-    temperature: Annotated[float, msgspec.Meta(gt=0)] = 1.0  # log-probs are of logits / temperature, as the generators report them
+    temperature: Positive = 1.0  # log-probs are of logits / temperature, as the generators report them
     bf16: bool = True  # autocast on GPU; CPU runs in float32
     gradient_checkpointing: bool = False
     seed: int = 0
@@ -306,7 +300,7 @@ class SourceSpec(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
     kind: str  # a registered environment kind: library, harbor, loca, toolathlon, mcpmark, or your own
     #: training draws a source with probability weight / (sum of weights); 0 = evaluated, never trained on
-    weight: Annotated[float, msgspec.Meta(ge=0)] = 1.0
+    weight: NonNegative = 1.0
     #: the scales that run and their sampling weights within the source ({} = every scale it lists, equally)
     scales: dict[str, float] = {}
     args: dict[str, Any] = {}  # the kind's settings (its args struct: unknown fields are refused)
@@ -409,7 +403,7 @@ class EvalStage(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     before: bool = True
     after: bool = True
     samples: Count = 1  # per (task, scale)
-    temperature: Annotated[float, msgspec.Meta(ge=0)] = 1.0  # the sampling temperature of evaluation episodes
+    temperature: Temperature = 1.0  # the sampling temperature of evaluation episodes
 
 
 class WandbConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):

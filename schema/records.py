@@ -12,10 +12,11 @@ and registers itself (envs/kinds.py): nothing here names a kind.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 
 import msgspec
 
+from schema.bounds import Count, PositiveFraction, Temperature
 from schema.outcomes import check_cause, episode_cause
 
 #: the four environment scales of every library task (v0 smallest to v3 largest: README "Tasks")
@@ -25,9 +26,9 @@ SCALES = ("v0", "v1", "v2", "v3")
 class SamplingParams(msgspec.Struct, frozen=True):
     """Bounds are checked where a config is decoded (schema/load.py): 0 is greedy."""
 
-    temperature: Annotated[float, msgspec.Meta(ge=0)] = 1.0
-    top_p: Annotated[float, msgspec.Meta(gt=0, le=1)] = 1.0
-    max_new_tokens: Annotated[int, msgspec.Meta(ge=1)] = 512
+    temperature: Temperature = 1.0
+    top_p: PositiveFraction = 1.0
+    max_new_tokens: Count = 512
     seed: int | None = None
     stop_token_ids: list[int] = []
 

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 import msgspec
 
-from schema.config import Amount, Count, Resources, RuntimeConfig, Seconds
+from schema.bounds import Amount, Count, Resources, Seconds, Temperature
+from schema.config import RuntimeConfig
 from schema.load import ConfigError, decode, read_tree
 
 __all__ = ["ConfigError", "SynthConfig", "load_synth_config"]
@@ -32,7 +33,7 @@ class ModelSpec(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     #: environment variable holding the key; None: $PROGAGENT_SYNTH_API_KEY, else $OPENAI_API_KEY
     api_key_env: str | None = None
     #: None: not sent (OpenAI reasoning models accept only their default)
-    temperature: Annotated[float, msgspec.Meta(ge=0)] | None = 0.7
+    temperature: Temperature | None = 0.7
     max_tokens: Count = 16_384
     #: the request field carrying max_tokens: "max_completion_tokens" for OpenAI reasoning models
     max_tokens_field: str = "max_tokens"

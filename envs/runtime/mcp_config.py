@@ -103,9 +103,9 @@ def parse_mcp_servers(data: Any, source: str = "the config") -> list[UpstreamSpe
         raise MCPConfigError(f"{source}: expected an \"mcpServers\" object (or VS Code's \"servers\")")
     specs = []
     for name, entry in servers.items():
-        if not isinstance(name, str) or not name or "=" in name or name.startswith("_") or server_name_problem(name):
-            raise MCPConfigError(f"{source}: {name!r} is not a usable server name"
-                                 + (f" ({server_name_problem(name)})" if server_name_problem(name) else ""))
+        problem = server_name_problem(name)
+        if problem or "=" in name or name.startswith("_"):
+            raise MCPConfigError(f"{source}: {name!r} is not a usable server name" + (f" ({problem})" if problem else ""))
         if isinstance(entry, dict) and entry.get("disabled") is True:
             continue
         specs.append(server_spec(name, entry))

@@ -42,7 +42,8 @@ from envs.runtime.episode import Episode, Runtime
 from envs.runtime.mcp_config import load_mcp_servers
 from envs.runtime.sandbox import host_binds
 from envs.runtime.upstream import Upstream, Upstreams, UpstreamSpec, UpstreamStartError
-from schema.config import Port, RuntimeConfig, Seconds
+from schema.bounds import Port, Seconds
+from schema.config import RuntimeConfig
 from schema.load import argument
 
 log = logging.getLogger(__name__)

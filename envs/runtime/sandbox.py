@@ -47,7 +47,7 @@ _ENVS = Path(__file__).resolve().parents[1]
 TASK_CODE = {rel: _ENVS.parent / rel for rel in (
     "envs/__init__.py", "envs/taskkit.py", "envs/runtime/__init__.py", "envs/runtime/untrusted_fs.py",
     "envs/format/__init__.py", "envs/format/library.py", "envs/format/provenance.py",
-    "schema/__init__.py", "schema/records.py", "schema/outcomes.py")}
+    "schema/__init__.py", "schema/bounds.py", "schema/records.py", "schema/outcomes.py")}
 IN_KERNEL_DIR = "/run/progagent"
 IN_TOOLS_DIR = "/run/tools"
 IN_SHIM_DIR = "/opt/progagent"

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from envs.kinds import ListContext, LoadContext, register
-from schema.config import Count
+from schema.bounds import Count
 from schema.load import ConfigError
 from schema.records import EnvRef
 
