@@ -30,7 +30,7 @@ from rollout.harness import Harness
 from rollout.parser import ParsedTurn, parse_turn, strip_think
 from rollout.program_features import FEATURES, program_features
 from schema.config import LoopLimits
-from schema.records import Generation, Prompt, SamplingParams, Trajectory, Turn
+from schema.records import Generation, Prompt, SamplingParams, Trajectory, Turn, escape_surrogates
 
 #: how a template that has no tools section is told the tools (ChatRenderer.states_tools): the Hermes
 #: form our parser reads (rollout/parser.py), in the system message
@@ -269,6 +269,7 @@ class _Run:
 
     def observe(self, gen: Generation, turn: Turn, observations: list[str]) -> bool:
         """The observations into the conversation; False when they do not fit or the episode ended."""
+        observations = [escape_surrogates(o) for o in observations]  # what a tokenizer cannot encode: escaped
         turn.observations = observations
         self.messages.extend({"role": "tool", "content": o} for o in observations)
         obs_ids = self.renderer.encode(self.renderer.turn_close(gen.finish_reason) + self.renderer.observation(observations))

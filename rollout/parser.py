@@ -9,18 +9,26 @@ is not one well-formed call to an offered tool becomes a clear error observation
 - an unknown tool: not run; the error lists the tools that exist;
 - missing or unexpected arguments: not run; the error lists the expected arguments;
 - more calls than `max_calls` in one turn: the first ones run, the rest are reported as not run;
-- text after the last `</tool_call>`: the calls run, the text is ignored and the model is told so.
+- text after the last `</tool_call>`: the calls run, the text is ignored and the model is told so;
+- JSON nested past MAX_DEPTH levels, or holding a lone surrogate (`"\\ud800"`: a string no
+  UTF-8 encoder, tokenizer or record file accepts): that call is not run (a format error), since
+  everything after the parser must take what it returns without raising.
+
+The whole parse is linear in the turn's length: blocks are found with `str.find`, never a lazy regular
+expression that rescans the rest of the turn from every unclosed tag.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 import msgspec
 
-_BLOCK = re.compile(r"<tool_call>(.*?)</tool_call>", re.S)
+OPEN, CLOSE = "<tool_call>", "</tool_call>"
+#: the deepest tool-call JSON passed on: no tool's arguments need more, and every later step (records,
+#: encoders, MCP servers) then takes it without its own recursion limit
+MAX_DEPTH = 64
 EXAMPLE = '<tool_call>\n{"name": "<tool name>", "arguments": {"<argument>": <value>}}\n</tool_call>'
 
 
@@ -36,8 +44,73 @@ class ParsedTurn(msgspec.Struct):
     answer: str = ""
 
 
+def _spans(text: str, start: str, end: str) -> list[tuple[int, int]]:
+    """The (inner start, inner end) of each `start … end` block, leftmost first, non-overlapping, as the
+    lazy `start(.*?)end` would match them; one pass over `text` (an unclosed `start` ends the search:
+    no later one can close either)."""
+    spans, pos = [], 0
+    while (i := text.find(start, pos)) >= 0:
+        j = text.find(end, i + len(start))
+        if j < 0:
+            break
+        spans.append((i + len(start), j))
+        pos = j + len(end)
+    return spans
+
+
+def _without(text: str, start: str, end: str) -> str:
+    kept, pos = [], 0
+    for a, b in _spans(text, start, end):
+        kept.append(text[pos:a - len(start)])
+        pos = b + len(end)
+    kept.append(text[pos:])
+    return "".join(kept)
+
+
 def strip_think(text: str) -> str:
-    return re.sub(r"<think>.*?</think>", "", text, flags=re.S).strip()
+    """`text` without its `<think>…</think>` blocks."""
+    return _without(text, "<think>", "</think>").strip()
+
+
+def call_blocks(text: str) -> tuple[list[str], str]:
+    """The inner text of each closed `<tool_call>` block of `text`, and `text` without those blocks
+    (what a chat API's message carries beside its calls)."""
+    return [text[a:b] for a, b in _spans(text, OPEN, CLOSE)], _without(text, OPEN, CLOSE)
+
+
+def _problem(value: Any) -> str | None:
+    """What makes a decoded JSON value unfit to pass on, or None: a string (keys included) that does not
+    encode as UTF-8 (a lone surrogate), or nesting past MAX_DEPTH. An explicit stack, so a value as deep
+    as the decoder allowed never recurses here."""
+    stack = [(value, 0)]
+    while stack:
+        v, depth = stack.pop()
+        if isinstance(v, str):
+            try:
+                v.encode("utf-8")
+            except UnicodeEncodeError:
+                return "a string holds a lone surrogate escape (not valid Unicode)"
+        elif depth >= MAX_DEPTH and isinstance(v, dict | list):
+            return f"nested deeper than {MAX_DEPTH} levels"
+        elif isinstance(v, dict):
+            stack.extend((k, depth + 1) for k in v)
+            stack.extend((x, depth + 1) for x in v.values())
+        elif isinstance(v, list):
+            stack.extend((x, depth + 1) for x in v)
+    return None
+
+
+def decode_json(raw: str) -> Any:
+    """`raw` as JSON; ValueError for what is not, for what nests past the decoder's recursion or
+    MAX_DEPTH, and for a string holding a lone surrogate (module docstring)."""
+    try:
+        obj = json.loads(raw)
+    except RecursionError:
+        raise ValueError(f"nested deeper than {MAX_DEPTH} levels") from None
+    problem = _problem(obj)
+    if problem:
+        raise ValueError(problem)
+    return obj
 
 
 def _schema_problem(name: str, args: dict[str, Any], schema: dict[str, Any]) -> str | None:
@@ -59,8 +132,8 @@ def _schema_problem(name: str, args: dict[str, Any], schema: dict[str, Any]) -> 
 def parse_turn(text: str, tools: dict[str, dict[str, Any]], max_calls: int = 1) -> ParsedTurn:
     """`tools` maps the offered tool names to their JSON schemas."""
     body = strip_think(text)
-    blocks = list(_BLOCK.finditer(body))
-    opened = body.count("<tool_call>")
+    blocks = _spans(body, OPEN, CLOSE)
+    opened = body.count(OPEN)
     if not blocks and opened == 0:
         return ParsedTurn(calls=[], errors=[], is_answer=True, answer=body)
     errors: list[str] = []
@@ -68,13 +141,13 @@ def parse_turn(text: str, tools: dict[str, dict[str, Any]], max_calls: int = 1) 
     if opened > len(blocks):
         errors.append(f"Error: a <tool_call> block was not closed with </tool_call>; it was not run. Write calls as\n"
                       f"{EXAMPLE}")
-    for i, block in enumerate(blocks):
-        raw = block.group(1).strip()
+    for i, (a, b) in enumerate(blocks):
         try:
-            obj = json.loads(raw)
+            obj = decode_json(body[a:b].strip())
         except ValueError as exc:
-            errors.append(f"Error: tool call {i + 1} is not valid JSON ({exc.msg} at position {exc.pos}); it was not "
-                          f"run. Write calls as\n{EXAMPLE}")
+            why = f"{exc.msg} at position {exc.pos}" if isinstance(exc, json.JSONDecodeError) else str(exc)
+            errors.append(f"Error: tool call {i + 1} is not valid JSON ({why}); it was not run. Write calls as\n"
+                          f"{EXAMPLE}")
             continue
         if not isinstance(obj, dict) or not isinstance(obj.get("name"), str):
             errors.append(f'Error: tool call {i + 1} needs a "name" string and an "arguments" object; it was not '
@@ -83,7 +156,7 @@ def parse_turn(text: str, tools: dict[str, dict[str, Any]], max_calls: int = 1) 
         name, args = obj["name"], obj.get("arguments", {})
         if isinstance(args, str):  # some models JSON-encode the arguments twice
             try:
-                args = json.loads(args)
+                args = decode_json(args)
             except ValueError:
                 pass
         if not isinstance(args, dict):
@@ -101,7 +174,7 @@ def parse_turn(text: str, tools: dict[str, dict[str, Any]], max_calls: int = 1) 
                           f"run. Make one call per turn.")
             continue
         calls.append(ParsedCall(name=name, arguments=args))
-    tail = body[blocks[-1].end():].strip() if blocks else ""
+    tail = body[blocks[-1][1] + len(CLOSE):].strip() if blocks else ""
     if tail and calls:
         errors.append("Note: text after </tool_call> is ignored; end your turn with the tool call and put the final "
                       "answer in a turn without tool calls.")

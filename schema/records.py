@@ -148,14 +148,51 @@ class Verdict(msgspec.Struct):
         return cls(criteria=criteria, reward=float(passed == len(criteria)), score=passed / max(1, len(criteria)))
 
 
+def escape_surrogates(text: str) -> str:
+    """`text` with each lone surrogate written as its escape (`\\ud800`): what no UTF-8 encoder,
+    tokenizer or record file accepts, made text that every one does. A text without one is returned
+    as it is (the common case costs one encode)."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _escaped(value: Any) -> Any:
+    """A builtins value (msgspec.to_builtins) with every string escaped (escape_surrogates)."""
+    if isinstance(value, str):
+        return escape_surrogates(value)
+    if isinstance(value, dict):
+        return {_escaped(k): _escaped(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_escaped(v) for v in value]
+    return value
+
+
+def encodable(traj: Trajectory) -> Trajectory:
+    """`traj` itself when it encodes, else a copy whose strings are escaped (escape_surrogates).
+
+    Why: a trajectory holds text the model sampled or a program chose (a tool call's arguments, a tool's
+    name a program asked for, observations, the verifier's words) and must be saved whatever it holds:
+    rollouts.jsonl, the checkpoint's buffer and SFT files are msgspec JSON or msgpack, which refuse a
+    lone surrogate, and one such string would end a training run at its next save. Every trajectory
+    passes here once it is judged (`judged`), so no writer needs a guard of its own."""
+    try:
+        msgspec.msgpack.encode(traj)
+        return traj
+    except UnicodeEncodeError:
+        return msgspec.convert(_escaped(msgspec.to_builtins(traj)), Trajectory)
+
+
 def judged(traj: Trajectory, verdict: Verdict) -> Trajectory:
     """`traj` with `verdict`'s reward, score, criteria and error, and the episode's cause (the one
-    place a verdict meets a trajectory)."""
+    place a verdict meets a trajectory), made encodable (`encodable`)."""
     traj.reward, traj.score, traj.criteria, traj.verifier_error = (verdict.reward, verdict.score,
                                                                   verdict.criteria, verdict.error)
     traj.metrics.update(verdict.metrics)
     traj.cause = episode_cause(traj, verdict.cause if verdict.error is not None else None)
-    return traj
+    return encodable(traj)
 
 
 class EnvRef(msgspec.Struct, frozen=True):

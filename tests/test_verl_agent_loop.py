@@ -390,6 +390,37 @@ async def test_a_hostile_rollout_server_ends_the_episode_not_the_step(tmp_path, 
     assert torch.isfinite(out.batch["rollout_log_probs"]).all()
 
 
+async def test_one_episodes_failure_is_that_samples_never_the_batchs(tmp_path, tiny, tokenizer):
+    """A batch of three: one episode's call is 1,000-deep brackets (it raised RecursionError out of the
+    parser, failing generate_sequences for every sample), one task's folder is gone when its episode
+    opens (an infra failure: its sample, masked out, counted in `infra`), one answers. All three return."""
+    import shutil
+
+    library = tmp_path / "library"
+    shutil.copytree(STARTER, library)
+    assert verl_dataset.main(["--library", str(library), "--scales", "v0", "--tasks", ",".join(TASKS),
+                              "--harness", "ptc", "--out", str(tmp_path / "train.parquet")]) == 0
+    data = tmp_path / "train.parquet"
+    deep = "[" * 1_000 + "]" * 1_000
+    server = ScriptServer(tokenizer, {
+        "hr_leave_decisions": [f'<tool_call>{{"name": "programmatic_tool_call", "arguments": {{"code": {deep}}}}}'
+                               "</tool_call>", "ANSWER: done"],
+        "inventory_reorder_flags": ["ANSWER: done"]},
+        {t: load_env(TaskRef(t, "v0", str(library))).instruction for t in ("hr_leave_decisions", "inventory_reorder_flags")})
+    cfg, worker = verl_worker(tmp_path, tiny, server, data=data)
+    batch = batch_of(cfg, worker, data)
+    shutil.rmtree(library / "support_close_resolved")
+    out = await generate(worker, batch)
+    assert len(out) == 3
+    nt = out.non_tensor_batch
+    by_task = {t: i for i, t in enumerate(nt["progagent_task"])}
+    deep_i, gone_i = by_task["hr_leave_decisions@v0"], by_task["support_close_resolved@v0"]
+    assert nt["termination_answer"][deep_i] == 1.0 and nt["infra"][deep_i] == 0.0  # the policy's zero
+    assert nt["infra"][gone_i] == 1.0 and nt["acc"][gone_i] == 0.0
+    assert out.batch["response_mask"][gone_i].sum().item() == 0  # nothing of it is trained on
+    assert nt["termination_answer"][by_task["inventory_reorder_flags@v0"]] == 1.0
+
+
 async def test_a_harbor_task_through_verl_is_judged_by_its_own_tests(tmp_path, tiny, tokenizer):
     """Another kind of environment through the same loop: the repository's Harbor task (its own MCP
     server and container layout, judged by its tests/), its row written from a config's source."""

@@ -197,6 +197,12 @@ class Episode:
         if self.ended:
             return ProgramResult(text=self._ended_text(), is_error=True, tool_calls=[], duration_s=0.0,
                                  output_chars=0, ended=True)
+        try:  # a lone surrogate cannot travel in a kernel message: the program's own error, not the host's
+            code.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            return ProgramResult(text=f"UnicodeEncodeError: the program holds a lone surrogate at character "
+                                      f"{exc.start} (not valid Unicode); it was not run.", is_error=True, tool_calls=[],
+                                 duration_s=0.0, output_chars=0, error_name="UnicodeEncodeError")
         timeout_s = cfg.program_timeout_s if timeout_s is None else timeout_s
         async with self._lock:
             first_call = len(self.router.log)

@@ -40,6 +40,7 @@ from integrations.host import host_config, shared
 from integrations.verl.rows import EpisodeRow
 from integrations.verl.server_generator import ServerGenerator
 from schema.config import HostLoopConfig, LoopLimits
+from schema.outcomes import check_cause
 from schema.records import SamplingParams, Trajectory
 
 log = logging.getLogger(__name__)
@@ -88,8 +89,13 @@ class ProgAgentLoop(AgentLoopBase):
                                     prompt_limit=int(self.rollout_config.prompt_length), request_id=uuid.uuid4().hex)
         sampling = SamplingParams(temperature=float(sampling_params.get("temperature", 1.0)),
                                   top_p=float(sampling_params.get("top_p", 1.0)))
-        traj = await machinery.episode(ref, generator, row.harness, limits=self.limits(), sampling=sampling,
-                                       group_id=f"{ref.task_id}-{ref.scale}-{kwargs.get('index', 0)}")
+        group_id = f"{ref.task_id}-{ref.scale}-{kwargs.get('index', 0)}"
+        try:
+            traj = await machinery.episode(ref, generator, row.harness, limits=self.limits(), sampling=sampling,
+                                           group_id=group_id)
+        except Exception as exc:  # noqa: BLE001 - verl fails the whole batch on one raise: this sample's alone
+            log.warning("progagent episode %s failed (%s): %s", group_id, loggable(type(exc).__name__), loggable(exc))
+            traj = failed_episode(ref.task_id, ref.scale, group_id, row.harness, exc, tokenizer.eos_token_id or 0)
         if traj.termination == "generator_error":
             log.warning("progagent episode %s ended with generator_error: %s", traj.group_id,
                         loggable(generator.last_error))
@@ -97,6 +103,19 @@ class ProgAgentLoop(AgentLoopBase):
             log.warning("progagent episode %s: the verifier could not judge it (%s): %s", traj.group_id, traj.cause,
                         loggable(traj.verifier_error))
         return agent_loop_output(traj, generator)
+
+
+def failed_episode(task_id: str, scale: str, group_id: str, harness: str, exc: BaseException, pad: int) -> Trajectory:
+    """The sample of an episode that raised (its environment would not open, a worker's own error): one
+    padding token of prompt and of response, the response masked out (no gradient), reward 0, its cause
+    the step that failed (envs.runtime.episode.mark_cause) or `infra/worker_error`, so verl's logged `infra`
+    key counts it. Why not raise: verl's AgentLoopWorker gathers its samples together, so one raise loses
+    every episode of the batch."""
+    cause = getattr(exc, "outcome_cause", None) or "infra/worker_error"
+    return Trajectory(task_id=task_id, scale=scale, harness=harness, group_id=group_id, sample_idx=0, policy_version=0,
+                      token_ids=[pad, pad], loss_mask=[0, 0], logprobs=[0.0, 0.0], prompt_len=1, turns=[],
+                      final_answer="", termination="env_error", verifier_error=f"{type(exc).__name__}: {exc}"[:2000],
+                      cause=check_cause(cause))
 
 
 def agent_loop_output(traj: Trajectory, generator: ServerGenerator) -> AgentLoopOutput:

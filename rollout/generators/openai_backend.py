@@ -20,7 +20,7 @@ import os
 from typing import Any, cast
 
 from rollout.generators.base import GeneratorError
-from rollout.parser import _BLOCK
+from rollout.parser import call_blocks, decode_json
 from schema.records import Generation, Prompt, SamplingParams
 
 #: the fields of a provider's assistant message that are sent back (the rest is response metadata)
@@ -53,17 +53,17 @@ def to_api_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 continue
             text = m.get("content") or ""
             calls: list[dict[str, Any]] = []
-            for block in _BLOCK.finditer(text):
+            blocks, content = call_blocks(text)
+            for block in blocks:
                 try:
-                    obj = json.loads(block.group(1))
+                    obj = decode_json(block)
                     name, args = obj["name"], obj.get("arguments", {})
-                except (ValueError, KeyError, TypeError):
+                except (ValueError, KeyError, TypeError, AttributeError):
                     continue
                 n += 1
                 calls.append({"id": f"call_{n}", "type": "function",
                               "function": {"name": name, "arguments": json.dumps(args)}})
-            content = _BLOCK.sub("", text).strip()
-            msg = {"role": "assistant", "content": content or None}
+            msg = {"role": "assistant", "content": content.strip() or None}
             if calls:
                 msg["tool_calls"] = calls
             out.append(msg)
