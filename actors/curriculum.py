@@ -6,7 +6,8 @@ before training; this sampler keeps doing it during training, from the groups th
 completes, and makes environment *scale* the curriculum's axis:
 
 - a running pass rate per (source, task, scale): the mean pass fraction of its last `window` groups
-  (valid samples only: masked infra outcomes say nothing of the policy);
+  (every attempted sample: a masked infra outcome counts as not passed, so that failures made to look
+  like the fabric's cannot lift a task to its next scale);
 - each task has a *frontier*: its first scale not yet mastered, in the order the source lists its
   scales (v0, v1, v2, v3). A task moves to its next scale when its frontier's rate passes the band's
   top (`high`) over at least `min_groups` groups; past its last scale it is mastered;
@@ -90,7 +91,7 @@ class CurriculumSampler(SourceSampler):
         return name, task, scale
 
     def observe(self, source: str, task: str, scale: str, passed: list[bool]) -> None:
-        """A completed group's valid samples (True: solved). Moves the task's frontier on when its
+        """A completed group's attempted samples (True: solved; a masked one is False). Moves the task's frontier on when its
         frontier's rate passes the band's top."""
         if not passed or source not in self.by_name:
             return

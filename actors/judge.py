@@ -1,7 +1,8 @@
 """Judges: the verifiers of shipped final states, outside any model sandbox.
 
 One method for every kind of environment: `judge(ref, state, answer)` loads the environment `ref`
-names (envs/episode_env.load_env) and returns `env.judge_shipped(state, answer)`, which never raises
+names (envs/episode_env.load_env) and returns `env.judge_shipped(state, answer)` settled by the kind's
+canary when it failed (envs/episode_env.judge_settled: whose the failure is), which never raises
 and keeps its own deadline (a library task's verifier in a forked child, a Harbor task's tests/test.sh
 killed at its timeout). An environment that no longer loads is a recorded verifier error too, so a
 judge never loses a sample and a verifier never takes the judge down.
@@ -17,6 +18,7 @@ import random
 
 import ray
 
+from envs.episode_env import judge_settled
 from envs.kinds import load_env
 from envs.runtime import scratch
 from schema.records import EnvRef, Verdict
@@ -30,7 +32,7 @@ def judge_shipped(ref: EnvRef, state: bytes, answer: str, timeout_s: float, cach
         env = load_env(ref, EnvironmentCache(cache_root), judge_timeout_s=timeout_s)
     except Exception as exc:  # noqa: BLE001 - TaskLoadError, HarborTaskError, a library gone from this node
         return Verdict.failed(f"{type(exc).__name__}: {exc}", "infra/judge_error")
-    return env.judge_shipped(state, answer)
+    return judge_settled(env, state, answer)
 
 
 @ray.remote(max_restarts=-1)

@@ -113,7 +113,7 @@ class SourceSampler:
         return src.name, *self._fixed(src)
 
     def observe(self, source: str, task: str, scale: str, passed: list[bool]) -> None:
-        """A taken group's valid samples (True: solved): nothing to learn for fixed weights."""
+        """A taken group's attempted samples (True: solved; masked: False): nothing to learn for fixed weights."""
 
     def report(self) -> dict[str, float]:
         return {}
@@ -149,6 +149,11 @@ class Group(msgspec.Struct):
     pending: list[int] = []  # sample indices still queued or running
     failed: str | None = None
     masked: dict[int, str] = {}  # sample index -> the infra cause it failed with for good (left out)
+
+    def attempted_passes(self) -> list[bool]:
+        """Whether each attempted sample passed, by index: a masked one did not (a rate over valid
+        samples alone would let failures dressed as the fabric's lift it)."""
+        return [i in self.samples and self.samples[i].reward >= 1.0 for i in sorted({*self.samples, *self.masked})]
 
 
 class ManagerState(msgspec.Struct):
@@ -341,8 +346,8 @@ class RolloutManager:
             if isinstance(nxt, Group):
                 del self.groups[nxt.group_id]
                 group = self.valid(nxt)
-                # a curriculum learns in admission order (actors/curriculum.py)
-                self.sampler.observe(nxt.source, nxt.task_id, nxt.scale, [t.reward >= 1.0 for t in group])
+                # a curriculum learns in admission order (actors/curriculum.py), from every attempted episode
+                self.sampler.observe(nxt.source, nxt.task_id, nxt.scale, nxt.attempted_passes())
                 staleness = self.version - min(t.policy_version for t in group)
                 if staleness > self.cfg.max_staleness:
                     self.accepted -= 1

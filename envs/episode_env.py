@@ -21,6 +21,9 @@ Rules every implementation keeps, because what the episode leaves is the model's
   verdict records (it is the policy's doing, and it scores 0).
 - `judge_shipped` never raises and returns within `judge_timeout_s` (plus restoring the state): a
   verifier that loops, crashes or cannot load is a `Verdict.failed`.
+- a judge's failure on the episode's state is settled by the kind's canary (`judge_canary`,
+  `judge_settled`): the policy's when the same judge judges the known-good state, the fabric's when
+  it fails there too.
 - `judge` runs in the caller's thread; callers put their own deadline on it (run_episode does).
 - `judged_in_place`: True when only the process holding the live state can judge it (a benchmark
   whose evaluator belongs to the object that generated the state: LOCA-bench); the env worker then
@@ -39,7 +42,7 @@ from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 import msgspec
 
 from envs.runtime import untrusted_fs
-from schema.records import EnvRef, Verdict
+from schema.records import EnvRef, Verdict, settle
 
 if TYPE_CHECKING:
     from envs.runtime.episode import Episode, EpisodeState, Runtime
@@ -171,7 +174,21 @@ class EpisodeEnv(Protocol):
         """The verdict of a snapshot: restored in a fresh folder, judged within judge_timeout_s."""
         ...
 
+    def judge_canary(self) -> Verdict | None:
+        """The same judge's verdict, in this process, on this kind's canary: a known-good state the
+        policy never touched (a library task's oracle state, an untouched container tree or workspace),
+        or None when the kind has none. Called only after the judge failed on an episode's state
+        (judge_settled), to decide whose the failure is (schema.outcomes.settled_cause)."""
+        ...
+
     async def next_instruction(self, episode: Episode, answer: str) -> str | None:
         """After an answer: the next instruction of a multi-step task, or None (the episode ends:
         every single-step environment)."""
         ...
+
+
+def judge_settled(env: EpisodeEnv, state: bytes, answer: str) -> Verdict:
+    """`env.judge_shipped(state, answer)`, a failure of it settled by the kind's canary in this same
+    process (schema.records.settle): every shipped judging goes through here (a Judge actor, a host
+    framework's worker)."""
+    return settle(env.judge_shipped(state, answer), env.judge_canary)

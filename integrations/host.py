@@ -19,7 +19,7 @@ from typing import Any
 
 import msgspec
 
-from envs.episode_env import EpisodeEnv
+from envs.episode_env import EpisodeEnv, judge_settled
 from envs.format.task_env import EnvironmentCache
 from envs.kinds import load_env
 from envs.runtime.episode import Runtime
@@ -107,4 +107,4 @@ def judging(env: EpisodeEnv) -> Judging:
     nothing)."""
     if env.judged_in_place:
         return InProcess()
-    return Shipped(lambda ref, state, answer: asyncio.to_thread(env.judge_shipped, state, answer))
+    return Shipped(lambda ref, state, answer: asyncio.to_thread(judge_settled, env, state, answer))

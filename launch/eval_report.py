@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from launch.rollout_cache import RolloutRecord
+from schema.outcomes import is_infra
 from schema.records import TERMINATIONS
 
 HARNESS_ORDER = ("dtc", "ptc", "hybrid")
@@ -60,6 +61,7 @@ def cell_row(recs: list[RolloutRecord], ks: list[int]) -> dict[str, Any]:
         total = sum(r.metrics.get(f"program_{s}", 0.0) for r in recs)
         row[f"per_program_{s}"] = total / programs if programs else 0.0
     row["verifier_errors"] = sum(1 for r in recs if r.verifier_error)
+    row["infra"] = sum(1 for r in recs if is_infra(r.cause))  # in n and pass@k as not passed
     return row
 
 
@@ -101,6 +103,7 @@ def summarise(task_rows: list[dict[str, Any]], by: tuple[str, ...]) -> list[dict
         for col in [c for c in rows[0] if c.startswith("per_program_")]:
             row[col] = sum(r[col] * r["programs"] * r["n"] for r in rows) / programs if programs else 0.0
         row["verifier_errors"] = sum(r["verifier_errors"] for r in rows)
+        row["infra"] = sum(r["infra"] for r in rows)
         out.append(row)
     return out
 
@@ -141,7 +144,9 @@ def write_markdown(path: Path, scale_rows: list[dict[str, Any]], overall: list[d
                    ks: list[int], scales: list[str], header: list[str]) -> Path:
     pk = [f"pass@{k}" for k in ks if any(f"pass@{k}" in r for r in overall)]
     lines = [*header, "", "## Overall (all scales)", "",
-             *md_table(overall, ["model", "harness", "tasks", "n", *pk, "score", "turns", "tool_calls",
+             "pass@k is over every attempted rollout: `infra` of the `n` failed for the fabric's reasons and count "
+             "as not passed.", "",
+             *md_table(overall, ["model", "harness", "tasks", "n", "infra", *pk, "score", "turns", "tool_calls",
                                  "tool_output_tokens", "context_tokens", "programs", "per_program_dtc_like"])]
     for metric, title in (("pass@1", "Pass rate (pass@1) by environment scale"),
                           ("score", "Mean criterion score by scale"),

@@ -69,6 +69,36 @@ def signal_metrics(groups: list[list[Any]], trained: list[list[float]]) -> dict[
     return m
 
 
+class MaskedShare:
+    """The guard on masking (rollout.max_masked_share, max_masked_steps): each step's share of masked
+    samples, `masked / (masked + trained)` from the step's `rollout/infra/masked` count (StepCounts);
+    a step above the bound gets a warning naming the step's infra causes, and `max_steps` such steps in
+    a row a reason to stop the run. Why: a masked sample is never pushed down, so a run whose masked
+    share stays high either has a broken fabric or a policy that learned to look like one; either way
+    its pass rates and its gradient no longer say what the policy does."""
+
+    def __init__(self, max_share: float, max_steps: int):
+        self.max_share, self.max_steps, self.above = max_share, max_steps, 0
+
+    def __call__(self, row: dict[str, float], trained: int) -> tuple[float, str | None, str | None]:
+        """(the step's masked share, a warning or None, a reason to stop or None)."""
+        masked = row.get("rollout/infra/masked", 0.0)
+        share = masked / (masked + trained) if masked + trained else 0.0
+        if share <= self.max_share:
+            self.above = 0
+            return share, None, None
+        self.above += 1
+        causes = ", ".join(f"{k.removeprefix('rollout/infra/')} ({v:.0f})" for k, v in sorted(row.items())
+                           if k.startswith("rollout/infra/") and k not in ("rollout/infra/masked",
+                                                                             "rollout/infra/groups_dropped") and v > 0)
+        warning = (f"{masked:.0f} of {masked + trained:.0f} samples masked ({share:.0%} > rollout.max_masked_share "
+                   f"{self.max_share:.0%}); infra causes this step: {causes or 'none counted'}")
+        stop = (f"the masked share stayed above rollout.max_masked_share ({self.max_share:.0%}) for {self.above} "
+                f"steps in a row ({causes or 'no cause counted'}): the pass rates and the gradient no longer "
+                f"say what the policy does") if self.above >= self.max_steps else None
+        return share, warning, stop
+
+
 class StepCounts:
     """Per-step counts from cumulative counters (the rollout manager's and its scheduler's): each call
     returns what changed since the last, under the step's metric names:

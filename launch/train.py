@@ -39,7 +39,7 @@ from actors.rollout_manager import RolloutManager, SourceSampler
 from actors.scheduler import EpisodeOutcome
 from envs.sources import Source, check_trainable, resolve_sources
 from launch.fabric import Fabric, init_ray, resolve_model
-from launch.metrics import MetricsLog, StepCounts, rollout_metrics, signal_metrics, source_metrics
+from launch.metrics import MaskedShare, MetricsLog, StepCounts, rollout_metrics, signal_metrics, source_metrics
 from launch.paths import OutputError, output_folder, run_root
 from launch.rollouts import check_model
 from rollout.rewards import check_terms, trained_reward
@@ -225,6 +225,7 @@ async def _loop(fabric: Fabric, manager: RolloutManager, cfg: TrainConfig, log: 
     t_start, episodes_at_start = time.time(), manager.counters["episodes_done"]
     counts = StepCounts()
     counts(manager.stats())  # a resumed run counts from here
+    masking = MaskedShare(cfg.rollout.max_masked_share, cfg.rollout.max_masked_steps)
     try:
         while step < cfg.train.steps:
             t0 = time.time()
@@ -253,7 +254,10 @@ async def _loop(fabric: Fabric, manager: RolloutManager, cfg: TrainConfig, log: 
                 "generator_busy": sum(pool["busy_fraction"]) / len(pool["busy_fraction"]),
                 "trajectories_per_min": done / max(1e-9, time.time() - t_start) * 60,
                 **{f"rollout/{k}" if not k.startswith("curriculum/") else k: float(v) for k, v in stats.items()}}
+            row["rollout/masked_share"], warning, stop = masking(row, len(trajs))
             log.log("train", step, row)
+            if warning:
+                console.print(f"[bold red]step {step}: {warning}[/]")
             console.print(f"step {step}/{cfg.train.steps}: reward {row['rollout/reward']:.3f} "
                           f"score {row['rollout/score']:.3f} loss {metrics.get('loss', 0):.4f} "
                           f"staleness {row['staleness_mean']:.2f} in flight {manager.in_flight} "
@@ -262,6 +266,9 @@ async def _loop(fabric: Fabric, manager: RolloutManager, cfg: TrainConfig, log: 
                 await checkpoint(fabric, manager, out / "checkpoint", step)
             if on_step is not None:
                 await on_step(step, fabric, manager)
+            if stop:
+                console.print(f"[red]{stop}; stopping[/]")
+                break
     except Exception as exc:
         if await _learner_alive(fabric):
             raise

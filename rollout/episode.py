@@ -35,7 +35,7 @@ from rollout.agent_loop import ChatRenderer, run_agent
 from rollout.generators.base import Generator
 from rollout.harness import Harness
 from schema.config import LoopLimits
-from schema.records import EnvRef, SamplingParams, Trajectory, Verdict, judged
+from schema.records import EnvRef, SamplingParams, Trajectory, Verdict, judged, settle
 
 
 class Judging(Protocol):
@@ -49,12 +49,18 @@ class Judging(Protocol):
 
 class InProcess:
     """The verifier runs here, in a thread, on the live final state, within the environment's judge
-    deadline (past it a Verdict error; the thread is left to end)."""
+    deadline (past it a Verdict error; the thread is left to end); a failure is settled by the kind's
+    canary (schema.records.settle), within the deadline again: a canary past it keeps the failure the
+    fabric's."""
 
     async def final(self, env: EpisodeEnv, episode: Episode, answer: str) -> Verdict:
+        verdict = await self._within(env, env.judge, episode.final_state(), answer)
+        return await self._within(env, settle, verdict, env.judge_canary)
+
+    @staticmethod
+    async def _within(env: EpisodeEnv, fn: Callable[..., Verdict], *args: Any) -> Verdict:
         try:
-            return await asyncio.wait_for(asyncio.to_thread(env.judge, episode.final_state(), answer),
-                                          env.judge_timeout_s)
+            return await asyncio.wait_for(asyncio.to_thread(fn, *args), env.judge_timeout_s)
         except TimeoutError:
             return Verdict.failed(f"the verifier did not finish within {env.judge_timeout_s:.0f} s", "infra/judge_timeout")
 

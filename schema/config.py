@@ -195,6 +195,13 @@ class RolloutConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     #: samples; a group left with fewer than 2 is dropped); false: a verifier's infra failure trains as a
     #: zero and an episode without a trajectory fails its whole group (trainers that do not mask)
     mask_infra: bool = True
+    #: the share of a step's samples that may be masked (infra outcomes left out: masked / (masked +
+    #: trained)) before the step is logged loudly, with its causes: masking keeps fake zeros out, but a
+    #: policy that could make its failures look like the fabric's would hide them there
+    max_masked_share: Fraction = 0.2
+    #: steps in a row above max_masked_share after which the run stops, naming the causes (its
+    #: checkpoint and report are written)
+    max_masked_steps: Count = 5
     curriculum: CurriculumConfig = CurriculumConfig()
 
 

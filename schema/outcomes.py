@@ -37,6 +37,7 @@ POLICY = {
     "response_limit": "the response outgrew the host trainer's response budget",
     "time_limit": "the environment's wall clock for the episode ran out",
     "state_refused": "its final state cannot be judged (links, special files, past the size cap)",
+    "judge_rejected_state": "the judge failed on the state it left and judged its kind's known-good canary state",
 }
 #: the fabric's outcomes: re-run, then masked (never trained as 0)
 INFRA = {
@@ -54,6 +55,10 @@ INFRA = {
     "worker_error": "the env worker raised outside the environment",
 }
 SIDES = ("policy", "infra")
+#: a judge's failures that the state it judged can cause (a verifier raising on a table the program
+#: dropped, an evaluator looping on what it reads): decided by the kind's canary (settled_cause). The
+#: rest of INFRA is the fabric's without one: no judge answered, the transport or the environment failed
+CANARIED = ("infra/judge_error", "infra/judge_timeout", "infra/evaluator_error")
 CAUSES = tuple(f"policy/{c}" for c in POLICY) + tuple(f"infra/{c}" for c in INFRA)
 
 #: an agent loop's terminations that are the fabric's doing (schema.records.TERMINATIONS): the rest are
@@ -72,6 +77,23 @@ def check_cause(cause: str) -> str:
 
 def is_infra(cause: str) -> bool:
     return cause.startswith("infra/")
+
+
+def settled_cause(cause: str, canary_cause: str | None) -> str:
+    """Whose a judge's failure on an episode's state is, by evidence (the rule of DESIGN "Outcome
+    causes"): a failure in CANARIED is the policy's (`policy/judge_rejected_state`) when the same judge,
+    in the same kind of process, judged its kind's canary (a known-good state the policy never
+    touched) without an infra cause of its own (`canary_cause` is None: passed; or a policy cause: an
+    untouched state can fail its criteria). A canary that failed too (an infra cause) keeps the failure
+    infra: the judge itself is broken. `canary_cause` is "" when the kind has no canary: the failure
+    stays as it was. Why: a policy that learned to make its judge fail (a lock left held, a value the
+    verifier cannot parse, error words in a file) would otherwise turn each of its zeros into a masked
+    sample that is re-run and never pushed down."""
+    if cause not in CANARIED or canary_cause == "":
+        return cause
+    if canary_cause is not None and is_infra(canary_cause):
+        return cause
+    return "policy/judge_rejected_state"
 
 
 def policy_cause(reward: float, termination: str, turn_errors: list[list[str]]) -> str:

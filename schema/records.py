@@ -12,12 +12,13 @@ and registers itself (envs/kinds.py): nothing here names a kind.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
 
 from schema.bounds import Count, PositiveFraction, Temperature
-from schema.outcomes import check_cause, episode_cause
+from schema.outcomes import CANARIED, check_cause, episode_cause, is_infra, settled_cause
 
 #: the four environment scales of every library task (v0 smallest to v3 largest: README "Tasks")
 SCALES = ("v0", "v1", "v2", "v3")
@@ -146,6 +147,29 @@ class Verdict(msgspec.Struct):
         """The verdict of a verifier's criteria (reward 1 only when all pass)."""
         passed = sum(criteria.values())
         return cls(criteria=criteria, reward=float(passed == len(criteria)), score=passed / max(1, len(criteria)))
+
+
+def settle(verdict: Verdict, canary: Callable[[], Verdict | None]) -> Verdict:
+    """`verdict`, or, when it is a judge's failure that the judged state could cause (CANARIED), the
+    same failure with its cause settled by `canary()` (schema.outcomes.settled_cause): the judge's
+    verdict on its kind's known-good state, in the same kind of process, or None when the kind has no
+    canary. A canary that raises is a failed canary. Metrics say what happened: `judge/canary_judged`
+    (the failure became the policy's), `judge/canary_failed` (the judge is unhealthy: alert on it)."""
+    if verdict.error is None or verdict.cause not in CANARIED:
+        return verdict
+    try:
+        proof = canary()
+    except Exception as exc:  # noqa: BLE001 - a canary that cannot even run is a broken judge
+        proof = Verdict.failed(f"the canary raised {type(exc).__name__}: {exc}", "infra/judge_error")
+    if proof is None:
+        return verdict
+    canary_cause = proof.cause if proof.error is not None else None
+    cause = settled_cause(verdict.cause, canary_cause)
+    if is_infra(cause):
+        return Verdict.failed(f"{verdict.error} (its canary failed too: {proof.error})", cause,
+                              {**verdict.metrics, "judge/canary_failed": 1.0})
+    return Verdict.failed(f"{verdict.error} (the same judge judged its known-good canary state: the episode's "
+                          f"state made it fail)", cause, {**verdict.metrics, "judge/canary_judged": 1.0})
 
 
 def escape_surrogates(text: str) -> str:

@@ -143,3 +143,135 @@ async def test_sampled_surrogates_and_deep_calls_are_the_policys_and_the_episode
     assert "\\ud800" in traj.turns[2].observations[0]  # printed, escaped before the tokenizer
     msgspec.json.encode(traj)
     msgspec.msgpack.encode(traj)
+
+
+# ---------------------------------------------------------------- a judge's failure is settled by its canary
+
+def _final_state(cache, task, tmp_path, sql: str) -> bytes:
+    """The task's built environment with `sql` run on its database: a state a policy's tools could leave."""
+    import shutil
+    import sqlite3
+
+    from envs.format.task_env import snapshot_state
+
+    root = tmp_path / "final"
+    shutil.copytree(cache.get(task, "v0"), root)
+    with sqlite3.connect(root / "db.sqlite") as db:
+        db.execute(sql)
+    return snapshot_state(root)
+
+
+def test_a_verifier_that_raises_on_the_policys_state_is_the_policys_and_a_broken_one_is_infra(tmp_path):
+    """The demo task's verifier indexes row 1 of `items`: a state without it raised IndexError, which
+    was `infra/judge_error` (masked, re-run, never pushed down). Through the Judge's own function, the
+    same verifier judges the oracle's final state (the canary) → the policy's `judge_rejected_state`.
+    A verifier that raises on every state fails its canary too → infra, and says the judge is broken."""
+    from actors.judge import judge_shipped
+    from envs.format.kind import TaskRef
+    from envs.format.library import load_task
+    from envs.format.task_env import EnvironmentCache
+    from tests.test_task_format import write_task
+
+    library = tmp_path / "library"
+    write_task(library, "demo_items")
+    broken = write_task(library, "demo_broken")
+    (broken / "verify.py").write_text("def verify(ctx):\n    return {'x': 1 / 0}\n")
+    cache_root = str(tmp_path / "judge-cache")
+    cache = EnvironmentCache(tmp_path / "cache")
+    task = load_task(library / "demo_items", trusted=True)
+    state = _final_state(cache, task, tmp_path, "delete from items where id = 1")
+
+    verdict = judge_shipped(TaskRef("demo_items", "v0", str(library)), state, "ANSWER: 5", 60.0, cache_root)
+    assert verdict.cause == "policy/judge_rejected_state" and "IndexError" in verdict.error, verdict
+    assert verdict.metrics == {"judge/canary_judged": 1.0}
+    ok = judge_shipped(TaskRef("demo_items", "v0", str(library)), _final_state(
+        cache, task, tmp_path / "b", "update items set qty = 5 where id = 1"), "ANSWER: 5", 60.0, cache_root)
+    assert ok.reward == 1.0 and ok.error is None  # a judged state never runs the canary
+    root, answer = EnvironmentCache(cache_root).canary(task, "v0")  # the canary: the oracle's final state
+    assert answer == "ANSWER: 5" and (root / "db.sqlite").is_file()
+
+    verdict = judge_shipped(TaskRef("demo_broken", "v0", str(library)), state, "ANSWER: 5", 60.0, cache_root)
+    assert verdict.cause == "infra/judge_error" and "canary failed too" in verdict.error, verdict
+    assert verdict.metrics == {"judge/canary_failed": 1.0}
+
+
+def test_only_failures_a_state_can_cause_are_settled_by_a_canary():
+    from schema.outcomes import CANARIED, settled_cause
+    from schema.records import settle
+
+    calls = []
+
+    def canary(cause=None):
+        calls.append(cause)
+        return Verdict.of({"x": False}) if cause is None else Verdict.failed("also", cause)
+
+    for cause in CANARIED:
+        assert settle(Verdict.failed("e", cause), canary).cause == "policy/judge_rejected_state"
+        assert settle(Verdict.failed("e", cause), lambda: canary("infra/judge_error")).cause == cause
+        assert settle(Verdict.failed("e", cause), lambda: canary("policy/state_refused")).cause == \
+            "policy/judge_rejected_state"  # an untouched state may be refused by its verifier: it still judged
+        assert settle(Verdict.failed("e", cause), lambda: None).cause == cause  # a kind without a canary
+        assert settle(Verdict.failed("e", cause), lambda: 1 / 0).cause == cause  # a canary that raises: broken
+    n = len(calls)
+    for cause in ("infra/judge_unreachable", "infra/snapshot_error", "infra/env_error", "policy/state_refused"):
+        assert settle(Verdict.failed("e", cause), canary).cause == cause  # transport, or already decided
+    assert settle(Verdict.of({"x": True}), canary).reward == 1.0
+    assert len(calls) == n  # none of those ran the canary
+    assert settled_cause("infra/judge_timeout", "") == "infra/judge_timeout"
+
+
+# ---------------------------------------------------------------- masked episodes are visible and bounded
+
+def _record(i: int, passed: bool, cause: str):
+    from launch.rollout_cache import RolloutRecord
+
+    return RolloutRecord(model="m", harness="ptc", task="t", scale="v0", sample=i, settings="", seed=i,
+                         reward=float(passed), score=float(passed), termination="answer", cause=cause,
+                         context_tokens=100, verifier_error=None if cause.startswith("policy/") else "forged")
+
+
+def test_reports_count_pass_rates_over_every_attempted_episode_with_infra_apart():
+    """2 solved of 8, the other 6 forged as infra: the paper table said 1.00 (valid samples only)."""
+    from types import SimpleNamespace
+
+    from envs.format.kind import TaskRef
+    from launch.eval_report import by_task, summarise
+    from launch.paper_report import paper_rows
+
+    records = [_record(i, True, "policy/solved") for i in range(2)] + \
+        [_record(i, False, "infra/judge_timeout") for i in range(2, 8)]
+    source = SimpleNamespace(kind=SimpleNamespace(name="library"), refs=[TaskRef("t", "v0")])
+    (row,) = paper_rows(records, [source])
+    assert row["pass_rate"] == 0.25 and row["infra_failed"] == 6 and row["rollouts"] == 8
+    (task,) = by_task(records, [1])
+    assert task["pass@1"] == 0.25 and task["infra"] == 6 and task["n"] == 8
+    (overall,) = summarise([task], ("model", "harness"))
+    assert overall["infra"] == 6 and overall["pass@1"] == 0.25
+
+
+def test_the_curriculum_counts_masked_samples_as_not_passed():
+    """What the manager hands the curriculum (actors/curriculum.py): one solved sample and three masked
+    is a rate of 0.25, not 1.0 over the one valid sample."""
+    from actors.rollout_manager import Group
+
+    g = Group(seq=0, group_id="g", task_id="t", scale="v0", samples={0: _traj(reward=1.0), 2: _traj(reward=0.0)},
+              masked={1: "infra/judge_timeout", 3: "infra/judge_error"})
+    assert g.attempted_passes() == [True, False, False, False]
+
+
+def test_a_step_whose_masked_share_passes_the_bound_is_loud_and_a_run_that_stays_above_it_stops():
+    from launch.metrics import MaskedShare
+
+    guard = MaskedShare(max_share=0.2, max_steps=3)
+    assert guard({"rollout/infra/masked": 2.0}, 8) == (0.2, None, None)  # at the bound: quiet
+    row = {"rollout/infra/masked": 6.0, "rollout/infra/judge_timeout": 9.0, "rollout/infra/groups_dropped": 1.0,
+           "rollout/infra/env_error": 0.0}
+    share, warning, stop = guard(row, 2)
+    assert share == 0.75 and "6 of 8 samples masked" in warning and "judge_timeout (9)" in warning and stop is None
+    assert "env_error" not in warning
+    guard(row, 2)
+    assert guard({"rollout/infra/masked": 0.0}, 8)[2] is None  # a quiet step resets the count
+    for _ in range(2):
+        assert guard(row, 2)[2] is None
+    _, _, stop = guard(row, 2)
+    assert stop and "for 3 steps in a row" in stop and "judge_timeout (9)" in stop

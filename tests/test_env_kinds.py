@@ -85,6 +85,9 @@ class ToyEnv(OneStep):
         return Verdict.of({"added_with_the_tool": recorded.is_file() and recorded.read_text() == total,
                            "answer": total in answer})
 
+    def judge_canary(self) -> None:
+        return None
+
     def judge_shipped(self, state: bytes, answer: str) -> Verdict:
         import tempfile
 

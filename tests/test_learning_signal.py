@@ -248,7 +248,8 @@ def verify(ctx):
     ("open('/workspace/report.txt', 'wb').write(b'\\xff\\xfe' * 100)", "policy/state_refused"),  # not UTF-8
     ("import os\nos.mkfifo('/workspace/report.txt')", "policy/state_refused"),  # a FIFO where a file is read
     ("print('wrote nothing')", "policy/state_refused"),  # the file the verifier reads was never written
-    ("open('/workspace/report.txt', 'w').write('boom')", "infra/judge_error"),  # the verifier's own bug
+    # the verifier raises on what the program wrote and judges its canary (the oracle's state): the policy's
+    ("open('/workspace/report.txt', 'w').write('boom')", "policy/judge_rejected_state"),
     ("open('/workspace/report.txt', 'w').write('5')", "policy/solved"),
 ])
 async def test_a_state_the_verifier_cannot_read_is_the_policys_zero_not_a_masked_crash(
@@ -257,7 +258,9 @@ async def test_a_state_the_verifier_cannot_read_is_the_policys_zero_not_a_masked
     a verifier reads of theirs is the workspace, through taskkit's reads, which refuse a hostile file with
     a ToolError: that is the policy's state_refused, judged in place and shipped (forked child; a task that
     did not ship: its sandboxed runner, the error under its own name), never a masked verifier crash. A
-    verifier that raises on a state it could read is the fabric's."""
+    verifier that raises on a state the program wrote, and judges its kind's canary, is the policy's too
+    (schema.outcomes.settled_cause); one that fails its canary as well is the fabric's
+    (tests/test_attack_learning_signal.py)."""
     from rollout.episode import Shipped
 
     folder = write_task(tmp_path / "lib")
@@ -270,9 +273,12 @@ async def test_a_state_the_verifier_cannot_read_is_the_policys_zero_not_a_masked
 
 
 async def _judge_shipped(env, state, answer):
+    """As a Judge actor and a host's worker judge a shipped state (envs/episode_env.judge_settled)."""
     import asyncio
 
-    return await asyncio.to_thread(env.judge_shipped, state, answer)
+    from envs.episode_env import judge_settled
+
+    return await asyncio.to_thread(judge_settled, env, state, answer)
 
 
 async def test_a_link_in_the_final_state_or_a_self_raised_memoryerror_stays_on_the_policys_side(

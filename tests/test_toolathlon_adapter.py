@@ -171,3 +171,40 @@ async def test_the_ground_truth_is_out_of_the_models_reach(tmp_path):
     assert verdict.reward == 0.0 and verdict.error is None
     assert (await asyncio.to_thread(ToolathlonTaskEnv(ref()).judge_shipped, data, "")).reward == 0.0
     assert gt.read_text().strip() == "49"  # the checkout's own copy untouched
+
+
+def _shipped_state(tmp_path: Path, total: str) -> bytes:
+    """A workspace as an episode would ship it: the model's total.txt and the episode's launch time."""
+    import json
+
+    from envs.benchmarks.toolathlon.episode import META, launch_time_now
+    from envs.episode_env import snapshot
+
+    ws, meta = tmp_path / "ws", tmp_path / "meta"
+    ws.mkdir(parents=True)
+    meta.mkdir()
+    (ws / "total.txt").write_text(total)
+    (meta / META).write_text(json.dumps({"launch_time": launch_time_now()}))
+    return snapshot([(ws, "workspace"), (meta, "meta")])
+
+
+def test_error_words_in_the_agents_files_are_a_wrong_answer_and_only_an_evaluator_that_cannot_load_is_infra(tmp_path):
+    """The evaluator prints what it read ("got SyntaxError"): that made a wrong total.txt
+    `infra/evaluator_error` (masked) when the host searched its output for error words. Now the exit
+    status decides: the evaluator ran and exited 1 → the policy's zero. An evaluator that cannot load
+    (its own syntax error) is infra, and stays infra after its canary (it cannot judge the untouched
+    workspace either)."""
+    from envs.episode_env import judge_settled
+
+    for words in ("SyntaxError", "ModuleNotFoundError: No module named x", "ImportError"):
+        verdict = ToolathlonTaskEnv(ref()).judge_shipped(_shipped_state(tmp_path / words[:6], words), "")
+        assert verdict.error is None and verdict.reward == 0.0, verdict
+    broken = tmp_path / "checkout"
+    shutil.copytree(CHECKOUT, broken)
+    (broken / "tasks" / "finalpool" / "csv-totals" / "evaluation" / "main.py").write_text("def broken(:\n")
+    env = ToolathlonTaskEnv(ToolathlonRef(str(broken), "csv-totals", sys.executable, str(NODE_DIR)))
+    state = _shipped_state(tmp_path / "b", "49")
+    verdict = env.judge_shipped(state, "")
+    assert verdict.cause == "infra/evaluator_error" and "cannot load" in verdict.error, verdict
+    settled = judge_settled(env, state, "")
+    assert settled.cause == "infra/evaluator_error" and settled.metrics == {"judge/canary_failed": 1.0}, settled

@@ -35,6 +35,31 @@ from envs.runtime import untrusted_fs
 from envs.runtime.limits import LimitBackend
 from envs.runtime.sandbox import BWRAP_ENV
 
+#: the exit status of `module_main_argv` when the module itself cannot be loaded (its own syntax, an import
+#: of its own that fails): the evaluator is broken, whatever the state it was given
+CANNOT_LOAD = 86
+_MODULE_MAIN = """\
+import importlib, runpy, sys
+module = sys.argv[1]
+sys.argv = [module, *sys.argv[2:]]
+try:
+    importlib.import_module(module)
+except (ImportError, SyntaxError) as exc:
+    print(f"cannot load {module}: {type(exc).__name__}: {exc}", file=sys.stderr)
+    sys.exit(%d)
+runpy.run_module(module, run_name="__main__", alter_sys=True)
+""" % CANNOT_LOAD
+
+
+def module_main_argv(python: str, module: str, args: list[str]) -> list[str]:
+    """`python -m module *args`, except that a module that cannot be loaded exits with CANNOT_LOAD: it is
+    imported first (its own top-level imports, before its main reads anything), then run as __main__.
+    Why: an evaluator that cannot run is the fabric's failure and one that rejects what it reads is the
+    policy's, and only the exit status tells them apart honestly: the words of its output can echo the
+    agent's own files ("SyntaxError" in a report the evaluator prints)."""
+    return [python, "-c", _MODULE_MAIN, module, *args]
+
+
 #: the most one reply line may hold (LOCA's: an instruction, server configs, an evaluation's info)
 MAX_REPLY_BYTES = 16 * 2**20
 #: how much of a log a failure message quotes

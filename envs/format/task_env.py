@@ -105,6 +105,29 @@ class EnvironmentCache:
                     shutil.rmtree(tmp, ignore_errors=True)
             return path
 
+    def canary(self, task: Task, scale: str) -> tuple[Path, str]:
+        """The oracle's final state of `task` at `scale` and its final answer: built once (the
+        environment, then oracle.py run over a copy), kept beside the environment. What a judge's
+        canary is judged on (LibraryTaskEnv.judge_canary): every criterion passes there."""
+        key = self.key(task, scale) + ".oracle"
+        with self._guard:
+            lock = self._locks.setdefault(key, threading.Lock())
+        with lock:
+            path = self.root / key
+            if not (path / ".complete").exists():
+                tmp = path.parent / f".{path.name}.{os.getpid()}.{threading.get_ident()}"
+                shutil.rmtree(tmp, ignore_errors=True)
+                shutil.copytree(self.get(task, scale), tmp)
+                answer, _, _ = task.run_program(tmp, task.oracle_source)
+                (tmp / ".answer").write_text(answer)
+                (tmp / ".complete").write_text("")
+                shutil.rmtree(path, ignore_errors=True)
+                try:
+                    tmp.rename(path)
+                except OSError:  # another process finished first
+                    shutil.rmtree(tmp, ignore_errors=True)
+            return path, (path / ".answer").read_text()
+
     def cleanup(self) -> None:
         if self._tmp:
             shutil.rmtree(self._tmp, ignore_errors=True)
@@ -326,3 +349,8 @@ class LibraryTaskEnv(OneStep):
         # the task (and a task that did not ship, its sandboxed code runner) is loaded before the fork
         return verify_in_child(_judge_restored, (self.task, self.scale, state, answer, self.cache),
                                self.judge_timeout_s)
+
+    def judge_canary(self) -> Verdict:
+        """The verifier, shipped as an episode's state is, on the oracle's final state (EnvironmentCache.canary)."""
+        root, answer = self.cache.canary(self.task, self.scale)
+        return self.judge_shipped(snapshot_state(root), answer)

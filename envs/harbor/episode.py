@@ -457,6 +457,16 @@ class HarborTaskEnv:
             return self._judge_steps(state, answer)
         return judge(self.task, state, answer)
 
+    def judge_canary(self) -> Verdict:
+        """The task's tests on its untouched container tree with an empty answer (check()'s "nop" run: a
+        task's tests judge it, reward 0); a multi-step task's first step, laid out as an episode's is."""
+        with temporary_folder("harbor-canary-") as tmp:
+            tree = self.task.materialize(Path(tmp) / "canary")
+            if not self.task.steps:
+                return judge(self.task, tree, "")
+            prepare_step(self.task, tree, self.task.steps[0])
+            return verify(self.task, tree, "", step=self.task.steps[0]).verdict
+
     def judge_shipped(self, state: bytes, answer: str) -> Verdict:
         if self.task.steps:
             return Verdict.failed(f"{self.task.id}: a multi-step task is judged in place, where its episode ran",

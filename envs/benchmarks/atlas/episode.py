@@ -161,6 +161,10 @@ class AtlasTaskEnv(OneStep):
     def snapshot(self, state: EpisodeState) -> bytes:
         return b""  # only the answer is judged
 
+    def judge_canary(self) -> None:
+        """None: the judge is an LLM endpoint: its failures are transport (infra/judge_unreachable), never settled by a canary."""
+        return None
+
     def judge_shipped(self, state: bytes, answer: str) -> Verdict:
         try:
             return self.score(answer)

@@ -260,6 +260,10 @@ class LocaTaskEnv(OneStep):
     def snapshot(self, state: EpisodeState) -> bytes:
         raise NotImplementedError("LOCA-bench states are judged in place (LocaTaskEnv.judged_in_place)")
 
+    def judge_canary(self) -> None:
+        """None: LOCA's evaluator belongs to the driver that generated the state: a canary is a second generation (the judge is in place; not yet built)."""
+        return None
+
     def judge_shipped(self, state: bytes, answer: str) -> Verdict:
         return Verdict.failed("LOCA-bench states are judged in place, on the env worker that holds them; "
                               "a shipped state cannot be judged (LocaTaskEnv.judged_in_place)", "infra/judge_error")

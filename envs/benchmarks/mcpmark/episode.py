@@ -109,6 +109,11 @@ class MCPMarkTaskEnv(OneStep):
     def snapshot(self, state: EpisodeState) -> bytes:
         return snapshot([(self._open.get(state) / "state" / self.task.category, self.task.category)])
 
+    def judge_canary(self) -> Verdict:
+        """verify.py on a shipped copy of the task's untouched data (never the cache itself: verify.py
+        gets its folder writable)."""
+        return self.judge_shipped(snapshot([(self.source, self.task.category)]), "")
+
     def judge_shipped(self, state: bytes, answer: str) -> Verdict:
         try:
             with temporary_folder("mcpmark-judge-") as tmp:

@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from envs.benchmarks.commands import server_command
-from envs.benchmarks.process import run_once
+from envs.benchmarks.process import CANNOT_LOAD, module_main_argv, run_once
 from envs.benchmarks.sandbox import interpreter, sandbox_options, sandboxed
 from envs.benchmarks.toolathlon.checkout import PROVIDED_TOOLS, ToolathlonCheckout, ToolathlonError
 from envs.benchmarks.toolathlon.kind import ToolathlonRef
@@ -209,9 +209,9 @@ class ToolathlonTaskEnv(OneStep):
                 "messages": [{"role": "user", "content": task_md}, {"role": "assistant", "content": answer}]}))
             gt = f"tasks/finalpool/{self.ref.task}/groundtruth_workspace" if self.task.has_groundtruth else "None"
             argv = sandboxed(self._benchmark_options(ws, (log,), overlay=(task_copy, self.dir)),
-                             [self.interp.python, "-m", f"tasks.finalpool.{self.ref.task}.evaluation.main",
-                              "--res_log_file", str(log), "--agent_workspace", str(ws), "--groundtruth_workspace", gt,
-                              "--launch_time", launch_time], scratch)
+                             module_main_argv(self.interp.python, f"tasks.finalpool.{self.ref.task}.evaluation.main",
+                                              ["--res_log_file", str(log), "--agent_workspace", str(ws),
+                                               "--groundtruth_workspace", gt, "--launch_time", launch_time]), scratch)
             run = run_once(argv, timeout_s=self.judge_timeout_s, log_file=scratch / "evaluation.log", limits=limits,
                            memory_bytes=PROCESS_MEMORY_BYTES, name="toolathlon-evaluation")
         except untrusted_fs.PathRefused as exc:
@@ -222,12 +222,19 @@ class ToolathlonTaskEnv(OneStep):
         if run.timed_out:
             return Verdict.failed(f"Toolathlon's evaluator did not finish within {self.judge_timeout_s:.0f} s",
                                   "infra/judge_timeout")
-        broken = next((m for m in ("ModuleNotFoundError", "ImportError", "SyntaxError") if m in run.output_tail), None)
-        if run.exit_code != 0 and broken:  # the evaluator could not run: the environment's fault, not the model's
-            return Verdict.failed(f"Toolathlon's evaluator could not run ({broken}): {run.output_tail[-1500:]}",
+        if run.exit_code == CANNOT_LOAD:  # the evaluator could not load (its status, never words it printed)
+            return Verdict.failed(f"Toolathlon's evaluator could not run: {run.output_tail[-1500:]}",
                                   "infra/evaluator_error")
         passed = run.exit_code == 0
         return Verdict(criteria={"toolathlon_evaluator": passed}, reward=float(passed), score=float(passed))
+
+    def judge_canary(self) -> Verdict:
+        """Toolathlon's evaluator on the workspace its runner leaves before the model acts (prepare),
+        with an empty answer: the evaluator judges it (it fails its checks)."""
+        with temporary_folder("toolathlon-canary-") as tmp:
+            launch_time = launch_time_now()
+            self.prepare(Path(tmp), launch_time, None)
+            return self.evaluate(Path(tmp) / "state", launch_time, "")
 
     def judge(self, state: EpisodeState | str | Path, answer: str) -> Verdict:
         live = self._open.get(state)

@@ -170,6 +170,10 @@ class MCPMarkPostgresTaskEnv(OneStep):
     def snapshot(self, state: EpisodeState) -> bytes:
         raise NotImplementedError("MCPMark's postgres tasks are judged in place (judged_in_place)")
 
+    def judge_canary(self) -> None:
+        """None: verify.py runs against the episode's live server: a canary is a second server (the judge is in place; not yet built)."""
+        return None
+
     def judge_shipped(self, state: bytes, answer: str) -> Verdict:
         return Verdict.failed("MCPMark's postgres tasks are judged on the env worker that holds their server; "
                               "a shipped state cannot be judged (judged_in_place)", "infra/judge_error")
