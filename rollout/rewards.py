@@ -16,9 +16,11 @@ spread when they differ in how much data they pulled into the context: GSPO has 
 from groups that binary rewards would leave at zero variance.
 
 The paper's thesis is that programs keep intermediate data out of the context; these terms make that
-the reward's business. `context_efficiency` uses the same counter as the context report
-(Trajectory.tool_output_tokens: observation tokens that entered the context), `dtc_like` the same
-program features as the report's DTC-like rate (rollout/program_features.py).
+the reward's business, and they measure behaviour (what entered the context), never program syntax:
+a policy optimises the reward, and a term that read syntax would pay for `if True:` around the same
+call. `context_efficiency` uses the same counter as the context report (Trajectory.tool_output_tokens:
+observation tokens that entered the context); `dtc_like` compares, turn by turn, what the tools
+returned with what came back to the model (echoed_chars).
 """
 
 from __future__ import annotations
@@ -27,7 +29,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from rollout.program_features import program_features
 from schema.config import RewardConfig
 
 TermFn = Callable[[Any, RewardConfig], float]
@@ -119,20 +120,25 @@ def context_efficiency(traj: Any, cfg: RewardConfig) -> float:
     return min(1.0, max(0, traj.tool_output_tokens - budget) / budget)
 
 
-def prints_raw_result(code: str) -> bool:
-    """A DTC-like program (one tool call, no control flow: program_features) that prints the call's
-    result as it came: `print(tools["x"](...))`, or a name bound to the call printed whole."""
-    feats = program_features(code)
-    return bool(feats.get("dtc_like")) and bool(feats.get("prints_raw_result"))
+def echoed_chars(returned: int, shown: int) -> float:
+    """How much of a turn's observation is its tools' output echoed without reduction: `shown` characters
+    came back to the model after its tools returned `returned`. min(shown, returned) scaled by how little
+    was reduced (shown / returned, at most 1): a program that prints what it fetched echoes all of it, one
+    that fetched 10,000 characters and printed a 100-character summary echoes 1 (100 × 0.01), a turn that
+    called no tool echoes nothing."""
+    if returned <= 0 or shown <= 0:
+        return 0.0
+    return min(shown, returned) * min(1.0, shown / returned)
 
 
 @register_reward_term("dtc_like", "penalty")
 def dtc_like(traj: Any, cfg: RewardConfig) -> float:
-    """The share of the episode's programs that are a JSON call dressed as code: one tool call whose
-    raw result is printed (0 for an episode with no program)."""
-    programs = [c.get("arguments", {}).get("code", "") for t in traj.turns for c in t.calls
-                if c.get("name") == "programmatic_tool_call"]
-    programs = [p for p in programs if isinstance(p, str)]
-    if not programs:
-        return 0.0
-    return sum(prints_raw_result(p) for p in programs) / len(programs)
+    """The share of the observations' characters that is tool output echoed without reduction
+    (echoed_chars, turn by turn: what its tool calls returned against what its calls showed the model):
+    a direct call's raw result counts whole, whatever wraps a program (0 when nothing was observed)."""
+    echoed = shown_total = 0.0
+    for t in traj.turns:
+        shown = sum(len(o) for o in t.observations[: len(t.calls)])  # the calls' outputs, not parser notes
+        shown_total += shown
+        echoed += echoed_chars(sum(c.result_chars for c in t.tool_calls), shown)
+    return echoed / shown_total if shown_total else 0.0

@@ -19,7 +19,7 @@ from rollout.rewards import REWARD_TERMS, check_terms, combine, reward_terms, tr
 from rollout.teacher import call_text
 from schema.config import CurriculumConfig, LoopLimits, PolicyLossConfig, RewardConfig, RuntimeConfig
 from schema.outcomes import CAUSES, INFRA_TERMINATIONS, episode_cause, policy_cause
-from schema.records import TERMINATIONS, Trajectory, Turn, Verdict
+from schema.records import TERMINATIONS, ToolCallSummary, Trajectory, Turn, Verdict
 from tests.test_rollout import TASK, renderer, tiny_path, tokenizer  # noqa: F401
 from tests.test_task_format import write_task
 
@@ -135,12 +135,41 @@ def test_each_reward_term_on_hand_built_trajectories():
     looped = 'for p in range(3):\n    print(tools["list_items"](page=p))'
     t = _traj(reward=1.0, score=1.0, tool_output_tokens=150, turns=_turns(raw, bound, dumped, summary, looped))
     v = reward_terms(t, cfg)
-    assert v == {"binary": 1.0, "score": 1.0, "context_efficiency": 0.5, "dtc_like": 3 / 5}
+    assert v == {"binary": 1.0, "score": 1.0, "context_efficiency": 0.5, "dtc_like": 0.0}  # nothing observed
     assert reward_terms(_traj(task_id="big", tool_output_tokens=150), cfg)["context_efficiency"] == 0.0
     assert reward_terms(_traj(tool_output_tokens=10_000), cfg)["context_efficiency"] == 1.0  # bounded
     assert reward_terms(_traj(turns=[]), cfg)["dtc_like"] == 0.0  # no program, nothing to penalise
     assert reward_terms(_traj(score=0.5), cfg)["score"] == 0.5
     assert set(REWARD_TERMS) >= {"binary", "score", "context_efficiency", "dtc_like"}
+    echo = _observed(raw, returned=1000, shown=1000)
+    t = _traj(turns=[echo, _observed(summary, returned=1000, shown=10), _observed(looped, returned=0, shown=20)])
+    assert reward_terms(t, cfg)["dtc_like"] == pytest.approx((1000 + 0.1) / 1030)
+
+
+def _observed(code: str, returned: int, shown: int, direct: bool = False) -> Turn:
+    """A turn whose call showed the model `shown` characters after its tools returned `returned`."""
+    call = {"name": "list_items", "arguments": {}} if direct else \
+        {"name": "programmatic_tool_call", "arguments": {"code": code}}
+    return Turn(action="call" if direct else "program", text="", new_tokens=1, finish_reason="stop", calls=[call],
+                observations=["x" * shown, "Note: a parser note is not the call's output"],
+                tool_calls=[ToolCallSummary(tool="list_items", ok=True, source="direct" if direct else "program",
+                                            result_chars=returned)] if returned else [])
+
+
+def test_dtc_like_measures_what_entered_the_context_not_how_the_program_was_written():
+    """The term read program syntax: `if True:` around the call, a one-item loop, a no-op program before
+    it or a direct call avoided it while the same raw tool output entered the context. Now each of those
+    scores as the plain echo does, and only reducing what was fetched lowers it."""
+    cfg = RewardConfig(terms={"binary": 1.0, "dtc_like": 0.5})
+    plain = reward_terms(_traj(turns=[_observed('print(tools["list_items"]())', 5000, 5000)]), cfg)["dtc_like"]
+    assert plain == 1.0
+    for dressed in (_traj(turns=[_observed('if True:\n    print(tools["list_items"]())', 5000, 5000)]),
+                    _traj(turns=[_observed('for _ in [0]:\n    print(tools["list_items"]())', 5000, 5000)]),
+                    _traj(turns=[_observed("x = 1", 0, 0), _observed('print(tools["list_items"]())', 5000, 5000)]),
+                    _traj(turns=[_observed("", 5000, 5000, direct=True)])):
+        assert reward_terms(dressed, cfg)["dtc_like"] == plain, dressed.turns
+    reduced = _traj(turns=[_observed('print(len(tools["list_items"]()["items"]))', 5000, 3)])
+    assert reward_terms(reduced, cfg)["dtc_like"] < 0.001
 
 
 def test_terms_combine_within_zero_and_one_and_their_weights_change_the_trained_reward():
@@ -312,4 +341,4 @@ def test_a_program_too_deep_to_parse_is_unparseable_not_a_crash_of_the_host():
     for code in ("x=" + "-" * 5000 + "1", "x=" + "a+" * 100_000 + "a", "x=" + "not " * 5000 + "1"):
         assert program_features(code)["syntax_error"] == 1
     t = _traj(turns=_turns("x=" + "-" * 5000 + "1", 'print(tools["a"]())'))
-    assert reward_terms(t, RewardConfig(terms={"binary": 1.0, "dtc_like": 0.5}))["dtc_like"] == 0.5
+    assert reward_terms(t, RewardConfig(terms={"binary": 1.0, "dtc_like": 0.5}))["dtc_like"] == 0.0  # reads no code
