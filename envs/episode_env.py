@@ -77,6 +77,27 @@ def snapshot(sources: list[tuple[Path, str]], *, links: bool = False, max_bytes:
         return f.read()
 
 
+def unjudgeable(root: str | Path, *, max_bytes: int = MAX_STATE_BYTES) -> str | None:
+    """Why the tree under `root` cannot be handed to a judge that reads it where it is (a judge of a live
+    state), or None: a pipe a reader would block on, a device, a socket, a link that would take it
+    elsewhere, or past the state's caps (the same as `snapshot`'s). What the policy left there is its own
+    doing: the caller's verdict is `policy/state_refused`, and the judge never waits on it."""
+    total = 0
+    try:
+        for entry in untrusted_fs.walk(root, max_depth=MAX_STATE_DEPTH, max_entries=MAX_STATE_ENTRIES):
+            if not (entry.is_file or entry.is_dir):
+                return (f"the final state cannot be judged: {entry.path[:200]!r} is "
+                        f"{untrusted_fs.describe_mode(entry.st.st_mode)}")
+            total += entry.st.st_size if entry.is_file else 0
+            if total > max_bytes:
+                return f"the final state cannot be judged: it holds more than {max_bytes:,} bytes"
+    except FileNotFoundError:
+        return None
+    except untrusted_fs.PathRefused as exc:
+        return f"the final state cannot be judged: {exc}"
+    return None
+
+
 def restore(data: bytes, dst: str | Path, *, links: bool = False, max_bytes: int = MAX_STATE_BYTES) -> Path:
     """What `snapshot` made, under `dst`: folders and regular files (and links, kept as links, when
     `links`: a container tree's absolute targets resolve inside its container view), never written
@@ -172,6 +193,16 @@ class EpisodeEnv(Protocol):
 
     def judge_shipped(self, state: bytes, answer: str) -> Verdict:
         """The verdict of a snapshot: restored in a fresh folder, judged within judge_timeout_s."""
+        ...
+
+    def judge_untouched(self, answer: str) -> Verdict | None:
+        """The judge's verdict, in this process, on this environment's untouched state (built or copied
+        as an episode would start from, no program run) with `answer`; None when the kind cannot judge
+        a state outside an episode. What the generic cheat probes are made of (envs/probes.py)."""
+        ...
+
+    def cheat_probes(self) -> dict[str, Callable[[], Verdict]]:
+        """This kind's own cheap cheats, by name, each judged when called (envs/probes.py): {} for most."""
         ...
 
     def judge_canary(self) -> Verdict | None:

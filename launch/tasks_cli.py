@@ -1,5 +1,5 @@
 """`progagent tasks list | show TASK | build TASK --scale vN OUT | validate [TASK…] | export-harbor TASK
---scale vN OUT | context-report [--out DIR]`."""
+--scale vN OUT | context-report [--out DIR] | probe [--config C] [key.path=value …]`."""
 
 from __future__ import annotations
 
@@ -124,6 +124,54 @@ def cmd_context_report(args: argparse.Namespace) -> int:
     return 0 if all(summary["targets"].values()) else 1
 
 
+def probe_table(rows: list, title: str) -> Table:
+    """The probes' verdicts, a row per (source, task, scale): each probe's reward (an error shown as
+    such) and whether training refuses the task."""
+    probes = list(dict.fromkeys(name for r in rows for name in r.verdicts))
+    table = Table(title=title)
+    for col in ("source", "task", "scale", *probes, "training"):
+        table.add_column(col)
+    for r in rows:
+        cells = []
+        for name in probes:
+            v = r.verdicts.get(name)
+            cells.append("-" if v is None else f"error ({v.cause})" if v.error else f"{v.reward:g}")
+        verdict = f"[red]refused: {', '.join(r.cheats)}[/]" if r.cheats else \
+            ("[yellow]no probe ran[/]" if not r.verdicts else "[green]ok[/]")
+        table.add_row(r.source, r.task_id, r.scale, *cells, verdict)
+    return table
+
+
+def cmd_probe(args: argparse.Namespace) -> int:
+    """Each source's tasks of a config against the cheat probes (envs/probes.py): the table, and 1 when a
+    task would be refused for training."""
+    from envs.format.task_env import EnvironmentCache
+    from envs.kinds import load_env
+    from envs.probes import probe_refs
+    from envs.sources import resolve_sources
+    from schema.load import ConfigError, load_config
+
+    try:
+        cfg = load_config(args.config, args.overrides)
+        sources = resolve_sources(cfg.sources(), say=console.print)
+    except ConfigError as exc:
+        console.print(f"[red]config error:[/] {exc}", soft_wrap=True)
+        return 2
+    cache = EnvironmentCache()
+    try:
+        rows = [row for src in sources for row in probe_refs(
+            src.name, src.refs, lambda ref: load_env(ref, cache, judge_timeout_s=cfg.fabric.judge_timeout_s),
+            args.concurrency)]
+    finally:
+        cache.cleanup()
+    console.print(probe_table(rows, f"cheat probes of {args.config}"))
+    refused = [r for r in rows if r.cheats]
+    for r in refused:  # one whole line each, for scripts and logs (the table wraps to the terminal)
+        console.print(f"refused: {r.source} {r.task_id} {r.scale}: {', '.join(r.cheats)}", soft_wrap=True)
+    console.print(f"{len(refused)} of {len(rows)} (task, scale) pairs pass a cheat probe: training refuses them")
+    return 1 if refused else 0
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--root", type=Path, default=LIBRARY_DIR, help="task library folder")
     sub = parser.add_subparsers(dest="tasks_command", required=True)
@@ -150,6 +198,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    "(Harbor's recommendation, `harbor lint` clean); shared: in the agent's container")
     p.add_argument("out")
     p.set_defaults(tasks_run=cmd_export)
+    p = sub.add_parser("probe", help="judge each source's tasks of a config against cheats that solve nothing")
+    p.add_argument("--config", default="configs/local.yaml")
+    p.add_argument("--concurrency", type=argument(Count), default=2, help="tasks probed at once (default 2)")
+    p.add_argument("overrides", nargs="*", help="key.path=value (envs.NAME.args.tasks=[...], ...)")
+    p.set_defaults(tasks_run=cmd_probe)
     p = sub.add_parser("context-report", help="DTC vs PTC context tokens of the oracles, per task and scale")
     p.add_argument("tasks", nargs="*")
     p.add_argument("--out", default="runs/context-report")

@@ -141,6 +141,26 @@ def reward_view(groups: list[list[Trajectory]], reward: RewardConfig) -> list[li
     return [[msgspec.structs.replace(t, reward=trained_reward(t, reward)) for t in g] for g in groups]
 
 
+def probed(cfg: TrainConfig, trained: list[Source]) -> list[Source]:
+    """The training sources less the (task, scale) pairs a cheat probe passes (envs/probes.py), each
+    refusal said; a ConfigError when nothing is left to train on."""
+    from envs.format.task_env import EnvironmentCache
+    from envs.kinds import load_env
+    from envs.probes import probe_sources
+
+    cache = EnvironmentCache()
+    try:
+        kept, rows = probe_sources(trained, lambda ref: load_env(ref, cache, judge_timeout_s=cfg.fabric.judge_timeout_s),
+                                   say=lambda line: console.print(f"[yellow]{line}[/]", soft_wrap=True))
+    finally:
+        cache.cleanup()
+    console.print(f"cheat probes: {sum(bool(r.cheats) for r in rows)} of {len(rows)} (task, scale) pairs refused for "
+                  f"training")
+    if not kept:
+        raise ConfigError("every training task passes a cheat probe (tasks probe shows them): nothing to train on")
+    return kept
+
+
 def sampler_for(cfg: TrainConfig, trained: list[Source]) -> SourceSampler:
     """The fixed weights, or the live curriculum (rollout.curriculum.enabled)."""
     if cfg.rollout.curriculum.enabled:
@@ -157,6 +177,8 @@ async def train(cfg: TrainConfig, resume: str | None = None, sft_only: bool = Fa
                 on_step: OnStep | None = None) -> Path:
     sources = resolve_sources(cfg.sources(), say=console.print)  # ConfigError before anything is made
     trained = check_trainable(sources)
+    if cfg.train.probe:  # a resumed run probes again: the same tasks are refused
+        trained = probed(cfg, trained)
     try:
         check_terms(cfg.train.reward)
     except ValueError as exc:

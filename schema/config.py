@@ -402,6 +402,9 @@ class TrainStage(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     reward: RewardConfig = RewardConfig()
     #: a step that gets no complete group for this long stops the run (a checkpoint is written)
     step_timeout_s: Seconds = 3600.0
+    #: judge each training source's tasks against cheats that solve nothing before training
+    #: (envs/probes.py) and leave out those a cheat passes; false trusts every verifier as it is
+    probe: bool = True
 
 
 class EvalStage(msgspec.Struct, frozen=True, forbid_unknown_fields=True):

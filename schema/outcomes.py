@@ -38,6 +38,7 @@ POLICY = {
     "time_limit": "the environment's wall clock for the episode ran out",
     "state_refused": "its final state cannot be judged (links, special files, past the size cap)",
     "judge_rejected_state": "the judge failed on the state it left and judged its kind's known-good canary state",
+    "answer_too_long": "its answer is longer than the judge takes (an LLM judge's budget)",
 }
 #: the fabric's outcomes: re-run, then masked (never trained as 0)
 INFRA = {

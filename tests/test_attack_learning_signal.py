@@ -275,3 +275,53 @@ def test_a_step_whose_masked_share_passes_the_bound_is_loud_and_a_run_that_stays
         assert guard(row, 2)[2] is None
     _, _, stop = guard(row, 2)
     assert stop and "for 3 steps in a row" in stop and "judge_timeout (9)" in stop
+
+
+def _harbor_variant(tmp_path, test_sh: str, score_py: str):
+    """The starter Harbor task with its tests replaced: a third-party task's own judge."""
+    import shutil
+
+    from tests.conftest import ROOT
+
+    folder = tmp_path / "harbor-task"
+    shutil.copytree(ROOT / "envs" / "starter_harbor" / "warehouse-restock", folder)
+    (folder / "tests" / "test.sh").write_text(test_sh)
+    (folder / "tests" / "score.py").write_text(score_py)
+    toml = folder / "task.toml"
+    toml.write_text(toml.read_text().replace("timeout_sec = 60.0", "timeout_sec = 5.0", 1))
+    return folder
+
+
+SCORE_PY = """
+import os, subprocess
+try:
+    value = float(open("/app/prediction.txt").read())
+except FileNotFoundError:
+    value = 0.0
+if os.path.exists("/app/model.py"):  # a task whose test runs what the agent wrote
+    subprocess.run(["python3", "/app/model.py"], check=False)
+print(value)
+"""
+TEST_SH = "#!/bin/bash\nmkdir -p /logs/verifier\npython3 /tests/score.py > /logs/verifier/reward.txt\n"
+
+
+@pytest.mark.parametrize("planted, was", [({"prediction.txt": "nan"}, "infra/judge_error"),
+                                          ({"model.py": "while True:\n    pass\n"}, "infra/judge_timeout")])
+def test_a_harbor_judge_that_fails_on_what_the_agent_left_is_the_agents(tmp_path, planted, was):
+    """A prediction of `nan` makes the task's test.sh write no valid reward, and a script of the agent's
+    that its test runs loops until test.sh is killed: each was infra (masked, re-run). The same tests judge
+    the untouched container tree (the canary): the agent's zero, `judge_rejected_state`."""
+    from envs.episode_env import judge_settled
+    from envs.harbor.episode import HarborTaskEnv, snapshot_tree
+    from envs.harbor.task import load_harbor_task
+
+    env = HarborTaskEnv(load_harbor_task(_harbor_variant(tmp_path, TEST_SH, SCORE_PY)))
+    tree = env.task.materialize(tmp_path / "tree")
+    for name, text in planted.items():
+        (tree / "app" / name).write_text(text)
+    state = snapshot_tree(tree)
+    assert env.judge_shipped(state, "").cause == was  # the judge's own failure, before it is settled
+    verdict = judge_settled(env, state, "")
+    assert verdict.cause == "policy/judge_rejected_state" and verdict.reward == 0.0, verdict
+    canary = env.judge_canary()
+    assert canary.error is None and canary.reward == 0.0

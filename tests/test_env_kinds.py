@@ -88,6 +88,12 @@ class ToyEnv(OneStep):
     def judge_canary(self) -> None:
         return None
 
+    def judge_untouched(self, answer: str) -> None:
+        return None
+
+    def cheat_probes(self) -> dict:
+        return {}
+
     def judge_shipped(self, state: bytes, answer: str) -> Verdict:
         import tempfile
 
@@ -302,7 +308,7 @@ def test_the_command_line_flags_of_the_benchmarks_are_sources_of_their_kind(tmp_
     assert [(n, s.kind.name) for n, s in sources.items()] == [
         ("tasks", "library"), ("harbor", "harbor"), ("loca", "loca"), ("toolathlon", "toolathlon"),
         ("mcpmark", "mcpmark"), ("mcpmark_postgres", "mcpmark_postgres")]
-    assert sources["mcpmark_postgres"].task_ids == ["postgres/shop__order_totals"]  # no backups: prepared tasks only
+    assert sources["mcpmark_postgres"].task_ids == ["postgres/security__rls_posts", "postgres/shop__order_totals"]  # no backups: prepared tasks only
     assert sources["harbor"].task_ids == ["warehouse-restock"] and sources["loca"].scales == ["1k"]
     assert sources["toolathlon"].task_ids and sources["mcpmark"].task_ids
     assert all(type(r).__name__ == "MCPMarkRef" for r in sources["mcpmark"].refs)

@@ -124,6 +124,23 @@ async def test_an_episode_runs_on_locas_state_and_locas_evaluator_decides():
 
 
 @needs_npm
+@needs_npm
+async def test_a_fifo_where_loca_reads_is_the_policys_and_an_untouched_generation_is_the_canary():
+    """LOCA's evaluator reads low_stock.txt: a FIFO there blocked it to its deadline, an infra outcome
+    (masked). What the live state holds is checked first (envs/episode_env.unjudgeable): the policy's
+    state_refused, at once. The canary is a second, untouched generation, judged by its own driver."""
+    async with Runtime(RuntimeConfig(warm_pool=0)) as runtime:
+        env, ep = await open_env(runtime, ref("1k", 1))
+        await ep.run_program("import os\nos.mkfifo('low_stock.txt')")
+        await ep.stop()
+        verdict = await asyncio.to_thread(env.judge, ep.final_state(), "done")
+        await ep.close()
+    assert verdict.cause == "policy/state_refused" and "pipe (FIFO)" in verdict.error, verdict
+    canary = await asyncio.to_thread(env.judge_canary)
+    assert canary.error is None and canary.reward == 0.0 and canary.criteria == {"loca_evaluator": False}
+    assert env.judge_untouched("anything") is canary  # one generation per environment: LOCA ignores the answer
+
+
 async def test_a_generator_that_logs_a_failure_is_an_error_that_says_so():
     async with Runtime(RuntimeConfig(warm_pool=0)) as runtime:
         with pytest.raises(LocaError, match="(?s)generate step failed.*the item generator was given no categories"):

@@ -69,11 +69,11 @@ def refs(python, tmp_path, **args):
 
 
 def test_which_tasks_run_what_a_missing_backup_says_and_an_unreadable_one(python, backups, tmp_path):
-    got, said = refs(python, tmp_path)  # no backups folder: only the prepare_environment.py task
-    assert set(got) == {"shop__order_totals"} and got["shop__order_totals"].backup == ""
-    assert "1 of 2 standard tasks can run here" in said[0] and "storage.mcpmark.ai/postgres/store.backup" in said[0]
+    got, said = refs(python, tmp_path)  # no backups folder: only the prepare_environment.py tasks
+    assert set(got) == {"shop__order_totals", "security__rls_posts"} and got["shop__order_totals"].backup == ""
+    assert "2 of 3 standard tasks can run here" in said[0] and "storage.mcpmark.ai/postgres/store.backup" in said[0]
     got, _ = refs(python, tmp_path, backups=str(backups))
-    assert set(got) == {"shop__order_totals", "store__restock"}
+    assert set(got) == {"shop__order_totals", "security__rls_posts", "store__restock"}
     assert got["store__restock"].backup == str(backups / "store.backup") and got["store__restock"].task_id == \
         "postgres/store__restock"
     with pytest.raises(ConfigError, match=r"store__restock needs its category's database: put "
@@ -214,3 +214,40 @@ async def test_model_sql_through_postgres_mcp_stays_inside_the_episode(python, t
                                    "where datname = 'second_db' union all select 'out' from pg_tables where tablename = 'out'\"))")
         assert "second_db" not in r2.text and "'out'" not in r2.text, r2.text
     assert verdict.error is None
+
+
+
+def test_a_security_task_that_a_database_refusing_all_writes_passes_is_refused_for_training(python, tmp_path):
+    """The fixture's security task has the shape of MCPMark's (security__rls_business_access): its verify.py
+    checks only that an unauthorised write fails, so a policy that makes every write fail — implementing
+    none of the rules — earns 1. The `writes_disabled` probe finds it; the table task passes no probe."""
+    from envs.probes import GENERIC, passed, probe
+
+    got, _ = refs(python, tmp_path)
+    security = probe(MCPMarkPostgresTaskEnv(got["security__rls_posts"]))
+    assert set(security) == {*GENERIC, "writes_disabled"}
+    assert passed(security) == ["writes_disabled"], security
+    assert passed(probe(MCPMarkPostgresTaskEnv(got["shop__order_totals"]))) == []
+
+
+async def test_a_session_left_holding_a_lock_is_ended_before_verify_py_reads(python, tmp_path):
+    """A superuser's `COPY … PROGRAM` can leave a process in the server's sandbox holding a lock on the
+    table verify.py reads: verify.py waited to its deadline, `infra/judge_timeout` (masked). The server is
+    quiesced before judging (its strays killed, other sessions ended): the wrong answer is judged as such."""
+    ref = MCPMarkPostgresRef(str(CHECKOUT), "shop__order_totals", "", str(tmp_path / "masters"), python, "")
+    env = MCPMarkPostgresTaskEnv(ref, judge_timeout_s=30)
+    async with Runtime(RuntimeConfig(warm_pool=0)) as runtime:
+        ep = await env.open(runtime)
+        live = env._open.get(ep.final_state())
+        psql = live.server.bin_dir / "psql"
+        sql = (f"copy (select 1) to program '{psql} -X -h {live.server.socket_dir} -p 5432 -U postgres -d {live.database} "
+               f"-c \"begin; lock table customer_totals in access exclusive mode; select pg_sleep(3600)\" >/dev/null 2>&1 &'")
+        table = "create table customer_totals(customer text primary key, total numeric)"  # what verify.py reads
+        r = await ep.run_program(f"tools['execute_sql'](sql={table!r})\nprint(tools['execute_sql'](sql={sql!r}))")
+        await asyncio.sleep(1.5)
+        held = [p for p in live.server.pids if psutil.Process(p).name() == "psql"]
+        await ep.stop()
+        verdict = await asyncio.to_thread(env.judge, ep.final_state(), "")
+        await ep.close()
+    assert held, r.text  # the attack did leave a psql holding the lock
+    assert verdict.error is None and verdict.reward == 0.0, verdict

@@ -262,6 +262,38 @@ def _stop_cluster(temp: str, port: int) -> None:
             p.kill()
 
 
+#: what a policy can sample into a trained turn: a call nested 1,000 deep (RecursionError out of the
+#: parser), a program whose code holds a lone surrogate escape (a tokenizer crash, then the save's), a
+#: program that prints one and names a tool by one (the call record), then an answer
+HOSTILE_SCRIPT = [
+    '<tool_call>{"name": "programmatic_tool_call", "arguments": {"code": ' + "[" * 1000 + "]" * 1000 + "}}</tool_call>",
+    '<tool_call>{"name": "programmatic_tool_call", "arguments": {"code": "print(\'\\ud800\')"}}</tool_call>',
+    '<tool_call>{"name": "programmatic_tool_call", "arguments": {"code": "print(chr(0xd800)); tools[chr(0xdcff)]()"}}'
+    "</tool_call>",
+    "ANSWER: {seed}",
+]
+
+
+def test_sampled_surrogates_and_deep_calls_in_trained_turns_neither_end_nor_stop_the_saves(tmp_path, ray_session):
+    """A GSPO step on such turns (the replay backend forces them, with the model's real log-probs),
+    rollouts.jsonl and the checkpoint written, then the run resumed from it for a second step."""
+    from launch.train import train
+
+    base = SMALL + ["fabric.generator.backend=replay", f"fabric.generator.script={json.dumps(HOSTILE_SCRIPT)}",
+                    "fabric.env_worker.limits={max_turns: 4, max_new_tokens: 2048, max_context_tokens: 8192}",
+                    f"run.out_dir={tmp_path}", "train.checkpoint_every=1", "eval.after=false"]
+    run = asyncio.run(train(load_config(ROOT / "configs" / "local.yaml", [*base, "train.steps=1"])))
+    saved = [json.loads(line) for line in (run / "rollouts.jsonl").read_text().splitlines()]
+    assert saved and {r["step"] for r in saved} == {1}
+    assert all(r["cause"].startswith("policy/") for r in saved), {r["cause"] for r in saved}
+    assert all(r["metrics"]["format_errors"] >= 2 for r in saved)
+    assert any("\\ud800" in o for r in saved for t in r["turns"] for o in t["observations"])
+    resumed = asyncio.run(train(load_config(ROOT / "configs" / "local.yaml", [*base, "train.steps=2"]),
+                                resume=str(run / "checkpoint")))
+    rows = [json.loads(line) for line in (resumed / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in rows if r["phase"] == "train"] == [2]
+
+
 def test_a_relative_out_dir_leaves_rays_working_dir_copy(tmp_path, monkeypatch):
     from launch.paths import run_root
 

@@ -244,7 +244,8 @@ async def test_a_verifier_that_cannot_judge_is_a_zero_verl_sees_and_the_log_expl
     # one log line, its control characters shown escaped: no screen cleared, no line forged
     (line,) = [r.getMessage() for r in caplog.records if "could not judge" in r.getMessage()]
     assert "\n" not in line and "\x1b" not in line and "\r" not in line and "\u202e" not in line
-    assert line.endswith(r"gone\x1b[2J\nWARNING forged: all episodes passed\r\u202e")
+    # (the verifier raises on every state: its canary fails too, and the line says so)
+    assert r"gone\x1b[2J\nWARNING forged: all episodes passed\r\u202e (its canary failed too" in line
 
 
 async def test_a_prompt_over_prompt_length_is_refused_naming_the_key(tmp_path, tiny, tokenizer, oracles):

@@ -350,6 +350,13 @@ class LibraryTaskEnv(OneStep):
         return verify_in_child(_judge_restored, (self.task, self.scale, state, answer, self.cache),
                                self.judge_timeout_s)
 
+    def judge_untouched(self, answer: str) -> Verdict:
+        """The verifier, shipped as an episode's state is, on the built environment itself."""
+        return self.judge_shipped(snapshot_state(self.cache.get(self.task, self.scale)), answer)
+
+    def cheat_probes(self) -> dict[str, Callable[[], Verdict]]:
+        return {}
+
     def judge_canary(self) -> Verdict:
         """The verifier, shipped as an episode's state is, on the oracle's final state (EnvironmentCache.canary)."""
         root, answer = self.cache.canary(self.task, self.scale)

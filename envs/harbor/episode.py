@@ -31,7 +31,7 @@ import asyncio
 import json
 import math
 import posixpath
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import msgspec
@@ -457,13 +457,24 @@ class HarborTaskEnv:
             return self._judge_steps(state, answer)
         return judge(self.task, state, answer)
 
-    def judge_canary(self) -> Verdict:
-        """The task's tests on its untouched container tree with an empty answer (check()'s "nop" run: a
-        task's tests judge it, reward 0); a multi-step task's first step, laid out as an episode's is."""
+    def judge_untouched(self, answer: str) -> Verdict | None:
+        """The task's tests on its untouched container tree (check()'s "nop" run) with `answer`; None for
+        a multi-step task (its reward is over steps an untouched tree never reaches)."""
+        if self.task.steps:
+            return None
+        with temporary_folder("harbor-untouched-") as tmp:
+            return judge(self.task, self.task.materialize(Path(tmp) / "untouched"), answer)
+
+    def cheat_probes(self) -> dict[str, Callable[[], Verdict]]:
+        return {}
+
+    def judge_canary(self) -> Verdict | None:
+        """The task's tests on its untouched container tree with an empty answer (a task's tests judge it,
+        reward 0); a multi-step task's first step, laid out as an episode's is."""
+        if not self.task.steps:
+            return self.judge_untouched("")
         with temporary_folder("harbor-canary-") as tmp:
             tree = self.task.materialize(Path(tmp) / "canary")
-            if not self.task.steps:
-                return judge(self.task, tree, "")
             prepare_step(self.task, tree, self.task.steps[0])
             return verify(self.task, tree, "", step=self.task.steps[0]).verdict
 

@@ -38,7 +38,7 @@ from envs.runtime.untrusted_text import loggable
 from integrations.episode_info import episode_info
 from integrations.host import host_config, shared
 from integrations.verl.rows import EpisodeRow
-from integrations.verl.server_generator import ServerGenerator
+from integrations.verl.server_generator import PromptTooLong, ServerGenerator
 from schema.config import HostLoopConfig, LoopLimits
 from schema.outcomes import check_cause
 from schema.records import SamplingParams, Trajectory
@@ -93,6 +93,8 @@ class ProgAgentLoop(AgentLoopBase):
         try:
             traj = await machinery.episode(ref, generator, row.harness, limits=self.limits(), sampling=sampling,
                                            group_id=group_id)
+        except PromptTooLong:  # the run's lengths do not fit its tasks: a config error, for the whole run
+            raise
         except Exception as exc:  # noqa: BLE001 - verl fails the whole batch on one raise: this sample's alone
             log.warning("progagent episode %s failed (%s): %s", group_id, loggable(type(exc).__name__), loggable(exc))
             traj = failed_episode(ref.task_id, ref.scale, group_id, row.harness, exc, tokenizer.eos_token_id or 0)

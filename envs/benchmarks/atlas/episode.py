@@ -15,8 +15,12 @@ Per episode, as Atlas's agent environment sets it up, but without its container:
 - **Judge**: the final answer against the task's claims by Atlas's own scorer (score.py, in
   Atlas's environment, its LLM calls to `judge_base_url`): 1 / 0.5 / 0 per claim, the mean is the
   score, a pass at >= 0.75 (Atlas's pass_rate_0.75). An empty answer, or one starting "ERROR:", is
-  scored 0 without the judge, as Atlas's scorer does. A judge that cannot answer is a verifier error
-  (`infra/judge_unreachable`), never a 0. Only the answer is judged, so the state is not shipped.
+  scored 0 without the judge, as Atlas's scorer does; one over MAX_ANSWER_CHARS is the policy's zero
+  (`answer_too_long`); the answer reaches the judge quoted as one JSON string (score.quoted), so it
+  cannot forge a section of the prompt. A judge whose endpoint does not answer (a connection error,
+  429, 5xx) is `infra/judge_unreachable`, never a 0; a reply it cannot read is `infra/judge_error`,
+  settled by the canary (the claims themselves as the answer): judged there → the answer's doing.
+  Only the answer is judged, so the state is not shipped.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import json
 import os
 import shutil
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 from envs.benchmarks.atlas.checkout import AtlasCheckout, split_tool
@@ -51,6 +56,10 @@ DESKTOP_COMMANDER_CONFIG = {"allowedDirectories": [DATA], "telemetryEnabled": Fa
 SCORER = Path(__file__).with_name("score.py")
 #: the most the scorer's result (per-claim outcomes and justifications) may hold
 MAX_RESULT_BYTES = 4 * 2**20
+#: the longest answer the judge is given (characters; about 8,000 tokens, beside the claim and Atlas's
+#: prompt within a 16k-token judge): a longer one is the policy's zero (`answer_too_long`), never a judge
+#: overflowing its context, which would be a failure to answer
+MAX_ANSWER_CHARS = 32_000
 
 
 class AtlasTaskEnv(OneStep):
@@ -117,6 +126,9 @@ class AtlasTaskEnv(OneStep):
         """The answer against the task's claims (module docstring)."""
         if not answer.strip() or answer.startswith("ERROR:"):
             return Verdict(criteria={"claims_coverage": False}, reward=0.0, score=0.0, metrics={"atlas_coverage": 0.0})
+        if len(answer) > MAX_ANSWER_CHARS:
+            return Verdict.failed(f"the answer has {len(answer):,} characters; the judge takes at most "
+                                  f"{MAX_ANSWER_CHARS:,}", "policy/answer_too_long")
         key = os.environ.get(self.ref.judge_api_key_env, "") if self.ref.judge_api_key_env else ""
         request = {"checkout": str(self.checkout.path), "claims": self.task.claims, "response": answer,
                    "base_url": self.ref.judge_base_url, "model": self.ref.judge_model, "api_key": key,
@@ -146,8 +158,12 @@ class AtlasTaskEnv(OneStep):
         if not isinstance(result, dict):
             return Verdict.failed(f"MCP-Atlas's scorer wrote {type(result).__name__}, not an object", "infra/judge_error")
         if "error" in result:
-            return Verdict.failed(f"MCP-Atlas's claims judge could not answer ({self.ref.judge_base_url}): "
-                                  f"{result['error']}", "infra/judge_unreachable")
+            if result.get("transport", True):
+                return Verdict.failed(f"MCP-Atlas's claims judge could not answer ({self.ref.judge_base_url}): "
+                                      f"{result['error']}", "infra/judge_unreachable")
+            # it answered what cannot be read: a judge error the answer may have caused (settled by the canary)
+            return Verdict.failed(f"MCP-Atlas's claims judge answered what cannot be read: {result['error']}",
+                                  "infra/judge_error")
         per_claim = result.get("per_claim") or []
         coverage = float(result.get("coverage_score") or 0.0)
         criteria = {f"claim_{i + 1}": float(c.get("score", 0.0)) >= 1.0 for i, c in enumerate(per_claim)}
@@ -161,9 +177,17 @@ class AtlasTaskEnv(OneStep):
     def snapshot(self, state: EpisodeState) -> bytes:
         return b""  # only the answer is judged
 
-    def judge_canary(self) -> None:
-        """None: the judge is an LLM endpoint: its failures are transport (infra/judge_unreachable), never settled by a canary."""
-        return None
+    def judge_untouched(self, answer: str) -> Verdict:
+        """Only the answer is judged: the claims judge on `answer`."""
+        return self.score(answer)
+
+    def cheat_probes(self) -> dict[str, Callable[[], Verdict]]:
+        return {}
+
+    def judge_canary(self) -> Verdict:
+        """The judge on a known-good answer: the task's claims themselves, stated as the response. Only a
+        reply it could not read is settled so (a transport failure is infra without a canary)."""
+        return self.score(self.task.claims if isinstance(self.task.claims, str) else json.dumps(self.task.claims))
 
     def judge_shipped(self, state: bytes, answer: str) -> Verdict:
         try:

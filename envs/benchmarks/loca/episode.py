@@ -46,6 +46,7 @@ from __future__ import annotations
 import asyncio
 import os
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 from envs.benchmarks.commands import server_command
@@ -54,10 +55,11 @@ from envs.benchmarks.loca.kind import LocaRef
 from envs.benchmarks.loca.memory_file import as_json_lines
 from envs.benchmarks.process import JsonLineProcess, ProcessFailed
 from envs.benchmarks.sandbox import interpreter, sandbox_options, sandboxed
-from envs.episode_env import EnvLimits, LiveStates, OneStep
+from envs.episode_env import EnvLimits, LiveStates, OneStep, unjudgeable
 from envs.runtime import untrusted_fs
 from envs.runtime.episode import Episode, EpisodeState, Runtime
 from envs.runtime.sandbox import BWRAP_ENV
+from envs.runtime.scratch import folder as scratch_folder
 from envs.runtime.upstream import Upstream, UpstreamSpec
 from schema.records import Verdict
 
@@ -186,6 +188,9 @@ class LocaState:
 
     def judge(self, timeout_s: float) -> Verdict:
         facts = {"state_seed": float(self.ref.seed), "launch_time": float(self.reply.get("launch_time") or 0.0)}
+        problem = unjudgeable(self.agent_workspace)  # a FIFO where LOCA reads a report would block its evaluator
+        if problem is not None:
+            return Verdict.failed(problem, "policy/state_refused", facts)
         if self.driver is None or self.driver.closed:
             return Verdict.failed(f"{self.ref.task_id}: LOCA's state is gone (its driver has ended)", "infra/evaluator_error",
                                   facts)
@@ -226,6 +231,7 @@ class LocaTaskEnv(OneStep):
         self.limits = EnvLimits()
         self.judge_timeout_s = judge_timeout_s or JUDGE_TIMEOUT_S
         self._states: LiveStates[LocaState] = LiveStates()
+        self._untouched: Verdict | None = None
 
     async def open(self, runtime: Runtime) -> Episode:
         work = runtime.env_folder("loca").resolve()
@@ -260,9 +266,28 @@ class LocaTaskEnv(OneStep):
     def snapshot(self, state: EpisodeState) -> bytes:
         raise NotImplementedError("LOCA-bench states are judged in place (LocaTaskEnv.judged_in_place)")
 
-    def judge_canary(self) -> None:
-        """None: LOCA's evaluator belongs to the driver that generated the state: a canary is a second generation (the judge is in place; not yet built)."""
-        return None
+    def judge_untouched(self, answer: str) -> Verdict:
+        """LOCA's evaluator on a second, untouched generation of this configuration (its own driver,
+        in a scratch folder, closed after). LOCA judges the state only (its claim_done step), so the
+        verdict is the same for every answer: made once per environment object."""
+        if self._untouched is None:
+            work = scratch_folder("loca-untouched-")
+            state = LocaState(self.ref, work, work / "logs")
+            try:
+                state.generate(self.config, None)
+                self._untouched = state.judge(self.judge_timeout_s)
+            finally:
+                if state.driver is not None:
+                    state.driver.close()
+                untrusted_fs.remove_tree(work)
+        return self._untouched
+
+    def cheat_probes(self) -> dict[str, Callable[[], Verdict]]:
+        return {}
+
+    def judge_canary(self) -> Verdict:
+        """The evaluator on an untouched generation (judge_untouched): it judges it (a fail)."""
+        return self.judge_untouched("")
 
     def judge_shipped(self, state: bytes, answer: str) -> Verdict:
         return Verdict.failed("LOCA-bench states are judged in place, on the env worker that holds them; "

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import shutil
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 from envs.benchmarks.commands import server_command
@@ -109,10 +110,16 @@ class MCPMarkTaskEnv(OneStep):
     def snapshot(self, state: EpisodeState) -> bytes:
         return snapshot([(self._open.get(state) / "state" / self.task.category, self.task.category)])
 
-    def judge_canary(self) -> Verdict:
+    def judge_untouched(self, answer: str) -> Verdict:
         """verify.py on a shipped copy of the task's untouched data (never the cache itself: verify.py
         gets its folder writable)."""
-        return self.judge_shipped(snapshot([(self.source, self.task.category)]), "")
+        return self.judge_shipped(snapshot([(self.source, self.task.category)]), answer)
+
+    def cheat_probes(self) -> dict[str, Callable[[], Verdict]]:
+        return {}
+
+    def judge_canary(self) -> Verdict:
+        return self.judge_untouched("")
 
     def judge_shipped(self, state: bytes, answer: str) -> Verdict:
         try:

@@ -40,6 +40,7 @@ import datetime
 import json
 import shutil
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 from envs.benchmarks.commands import server_command
@@ -228,13 +229,19 @@ class ToolathlonTaskEnv(OneStep):
         passed = run.exit_code == 0
         return Verdict(criteria={"toolathlon_evaluator": passed}, reward=float(passed), score=float(passed))
 
-    def judge_canary(self) -> Verdict:
-        """Toolathlon's evaluator on the workspace its runner leaves before the model acts (prepare),
-        with an empty answer: the evaluator judges it (it fails its checks)."""
-        with temporary_folder("toolathlon-canary-") as tmp:
+    def judge_untouched(self, answer: str) -> Verdict:
+        """Toolathlon's evaluator on the workspace its runner leaves before the model acts (prepare)."""
+        with temporary_folder("toolathlon-untouched-") as tmp:
             launch_time = launch_time_now()
             self.prepare(Path(tmp), launch_time, None)
-            return self.evaluate(Path(tmp) / "state", launch_time, "")
+            return self.evaluate(Path(tmp) / "state", launch_time, answer)
+
+    def cheat_probes(self) -> dict[str, Callable[[], Verdict]]:
+        return {}
+
+    def judge_canary(self) -> Verdict:
+        """The evaluator on the untouched workspace with an empty answer: it judges it (a fail)."""
+        return self.judge_untouched("")
 
     def judge(self, state: EpisodeState | str | Path, answer: str) -> Verdict:
         live = self._open.get(state)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +46,9 @@ NOTE = ("\n\nNote: Use PostgreSQL MCP tools to complete this task. "
         "The database connection is already configured.")
 JUDGE_TIMEOUT_S = 300.0  # MCPMark's verify timeout
 PREPARE_TIMEOUT_S = 300.0  # and its prepare_environment.py timeout
+#: the writes_disabled probe: every new transaction of the database read-only, for every role
+WRITES_DISABLED = "do $$ begin execute format('alter database %I set default_transaction_read_only = on', " \
+                  "current_database()); end $$"
 #: what the model's server runs (MCPMark: `pipx run postgres-mcp --access-mode=unrestricted`)
 SERVER_ARGS = ("--access-mode=unrestricted",)
 
@@ -160,19 +164,49 @@ class MCPMarkPostgresTaskEnv(OneStep):
             # broke, judged as MCPMark would (verify.py cannot connect: a fail), not the fabric's fault
             return Verdict(criteria={"mcpmark_verify": False}, reward=0.0, score=0.0,
                            metrics={"server_stopped": 1.0})
-        run = self._run_script(live, self.dir / "verify.py", self.checkout.path, self.judge_timeout_s, "verify")
+        live.server.quiesce()  # nothing the model left runs or holds a lock while verify.py reads
+        return self.verify(live)
+
+    def verify(self, state: PostgresEpisodeState) -> Verdict:
+        """The task's verify.py against the server of `state`, within judge_timeout_s."""
+        run = self._run_script(state, self.dir / "verify.py", self.checkout.path, self.judge_timeout_s, "verify")
         if run.timed_out:
             return Verdict.failed(f"MCPMark's verify.py did not finish within {self.judge_timeout_s:.0f} s",
                                   "infra/judge_timeout")
         passed = run.exit_code == 0
         return Verdict(criteria={"mcpmark_verify": passed}, reward=float(passed), score=float(passed))
 
+    def _untouched(self, sql: str | None = None) -> Verdict:
+        """verify.py on a fresh server of the task's untouched database (prepared as an episode's is),
+        after the host's own `sql` when given; the server and its folder removed after."""
+        work = scratch_folder("mcpmark-pg-untouched-")
+        try:
+            state = self.prepare(work / "state", None)
+            try:
+                if sql:
+                    state.server.run_sql(sql, state.database)
+                return self.verify(state)
+            finally:
+                state.server.close()
+        finally:
+            untrusted_fs.remove_tree(work)
+
+    def judge_untouched(self, answer: str) -> Verdict:
+        """verify.py on the untouched database (MCPMark's postgres verifiers read the database only)."""
+        return self._untouched()
+
+    def cheat_probes(self) -> dict[str, Callable[[], Verdict]]:
+        """`writes_disabled`: the untouched database made to refuse every write (each new transaction
+        read-only) — what a policy that implements none of a security task's rules, and only makes an
+        unauthorised write fail, leaves."""
+        return {"writes_disabled": lambda: self._untouched(WRITES_DISABLED)}
+
     def snapshot(self, state: EpisodeState) -> bytes:
         raise NotImplementedError("MCPMark's postgres tasks are judged in place (judged_in_place)")
 
-    def judge_canary(self) -> None:
-        """None: verify.py runs against the episode's live server: a canary is a second server (the judge is in place; not yet built)."""
-        return None
+    def judge_canary(self) -> Verdict:
+        """verify.py on a second server of the untouched database (it judges it: a fail)."""
+        return self._untouched()
 
     def judge_shipped(self, state: bytes, answer: str) -> Verdict:
         return Verdict.failed("MCPMark's postgres tasks are judged on the env worker that holds their server; "
