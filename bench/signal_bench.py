@@ -2,7 +2,7 @@
 
     .venv/bin/python -m bench.signal_bench [--steps 20] [--fault-steps 10] [--budget 16] [--out FILE]
 
-Five training runs of configs/local.yaml (the tiny model after its cold-start SFT, 3 groups × 4 per
+Six training runs of configs/local.yaml (the tiny model after its cold-start SFT, 3 groups × 4 per
 step, seed 0), each through launch/train.py:
 - `baseline`: fixed sampling, binary reward (the demo as shipped), evaluation before and after;
 - (a) `curriculum`: rollout.curriculum.enabled — against the baseline: the share of groups with zero
@@ -13,7 +13,11 @@ step, seed 0), each through launch/train.py:
 - (c) `faults_masked` / `faults_unmasked`: 10 % of judge verdicts fail by injection
   (fabric.inject_judge_errors 0.1), with rollout.mask_infra true and false, no evaluation — the number
   of samples with an infra cause that reached the learner (fake zeros), and what masking cost: the
-  infra re-runs, the samples and groups left out.
+  infra re-runs, the samples and groups left out;
+- (d) `forging_policy`: the starter tasks with each verifier made to raise on half of the wrong answers
+  (by a hash of the answer: a policy whose failures make its judge fail), masking on — the forged
+  failures are settled by the canary (the oracle's state judges) and train as the policy's zeros
+  (`judge_rejected_state`): fake zeros trained and forged failures masked, both to be 0.
 Ratios are run / baseline. What a 1M-parameter model on three tasks can and cannot show is in the
 README (Training: "Learning-signal ablations").
 """
@@ -88,6 +92,33 @@ def summary(run: Path, wall_s: float) -> dict:
     return out
 
 
+FORGE = """
+
+_judged_verify = verify
+
+
+def verify(ctx):
+    # the signal bench's forging policy: half of the wrong answers make the verifier raise (on a state
+    # the policy left, as far as the fabric can tell)
+    import zlib
+
+    result = _judged_verify(ctx)
+    if not all(result.values()) and zlib.crc32(ctx.answer.encode("utf-8", "replace")) % 2 == 0:
+        raise RuntimeError("the verifier raised on the state the policy left")
+    return result
+"""
+
+
+def forging_library(root: Path) -> Path:
+    """A copy of the starter tasks whose verifiers raise on half of the wrong answers (FORGE)."""
+    import shutil
+
+    lib = shutil.copytree(Path("envs/starter_tasks"), root / "forging_tasks")
+    for verify in lib.glob("*/verify.py"):
+        verify.write_text(verify.read_text() + FORGE)
+    return lib
+
+
 async def one(name: str, overrides: list[str], out: str) -> dict:
     cfg = load_config("configs/local.yaml", [*COMMON, f"run.out_dir={out}", f"run.name={name}", *overrides])
     t0 = time.time()
@@ -114,9 +145,11 @@ async def main(args: argparse.Namespace) -> dict:
         "faults_unmasked": [fsteps, "eval.before=false", "eval.after=false", "fabric.inject_judge_errors=0.1",
                             "rollout.mask_infra=false"],
     }
-    only = set(args.only.split(",")) if args.only else set(runs)
+    only = set(args.only.split(",")) if args.only else set(runs) | {"forging_policy"}
     res: dict = {}
     with tempfile.TemporaryDirectory() as out:
+        runs["forging_policy"] = [fsteps, "eval.before=false", "eval.after=false",
+                                  f"tasks.library_root={forging_library(Path(out))}"]
         for name, overrides in runs.items():
             if name in only:
                 res[name] = await one(name, overrides, out)
@@ -146,6 +179,14 @@ async def main(args: argparse.Namespace) -> dict:
                                       "episodes_trained": [m["episodes_trained"], u["episodes_trained"]],
                                       "infra_attempts_masked_run": m["infra_attempts"],
                                       "wall_s": [m["wall_s"], u["wall_s"]]}
+    if "forging_policy" in res:
+        f = res["forging_policy"]
+        cmp["d_forging_policy_masking_on"] = {
+            "fake_zeros_trained": f["fake_zeros_trained"],
+            "forged_failures_masked": f["infra_attempts"].get("masked", 0),
+            "forged_failures_settled_as_policy": f["policy_causes"].get("judge_rejected_state", 0),
+            "judge_error_attempts": f["infra_attempts"].get("judge_error", 0),
+            "episodes_trained": f["episodes_trained"]}
     return {"config": "configs/local.yaml (seed 0)", "steps": args.steps, "fault_steps": args.fault_steps,
             "context_budget_tokens": args.budget, "runs": res, "comparisons": cmp}
 
@@ -156,7 +197,7 @@ if __name__ == "__main__":
     p.add_argument("--fault-steps", type=int, default=10)
     # the demo's solved episodes put ~20-40 tool-output tokens in their context (48 left them all within it)
     p.add_argument("--budget", type=int, default=16, help="context_efficiency's tool-output token budget")
-    p.add_argument("--only", default="", help="comma-separated run names (default: all five)")
+    p.add_argument("--only", default="", help="comma-separated run names (default: all six)")
     p.add_argument("--out", default="", help="also write the JSON here")
     args = p.parse_args()
     result = asyncio.run(main(args))
