@@ -11,9 +11,11 @@
   of its group, never trained as a zero (actors/rollout_manager.py).
 
 Why it matters: under GSPO's group-normalised advantage every fake zero pushes each other sample of
-its group up. Why masking cannot be gamed: a masked sample has no gradient at all, so a policy that
-learned to crash its judge would gain nothing (its failures are simply not counted); and what the
-policy can make unjudgeable (its final state) is on the policy side.
+its group up. Why the side is decided by evidence: a masked sample is never pushed down, is re-run
+and replaced, and counted over valid samples alone would lift a pass rate, so a policy that learned
+to make its judge fail on what it left would turn its zeros into masks. What the policy can make
+unjudgeable (its final state) is on the policy side, and a judge's failure that the state could cause
+(CANARIED) is settled by the kind's canary (settled_cause).
 
 A cause is written `"<side>/<name>"` (`"infra/judge_timeout"`), as in the per-step metrics
 (`rollout/infra/judge_timeout`). The table below is the one place that decides each; README

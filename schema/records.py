@@ -12,6 +12,7 @@ and registers itself (envs/kinds.py): nothing here names a kind.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -19,6 +20,8 @@ import msgspec
 
 from schema.bounds import Count, PositiveFraction, Temperature
 from schema.outcomes import CANARIED, check_cause, episode_cause, is_infra, settled_cause
+
+log = logging.getLogger(__name__)
 
 #: the four environment scales of every library task (v0 smallest to v3 largest: README "Tasks")
 SCALES = ("v0", "v1", "v2", "v3")
@@ -166,6 +169,9 @@ def settle(verdict: Verdict, canary: Callable[[], Verdict | None]) -> Verdict:
     canary_cause = proof.cause if proof.error is not None else None
     cause = settled_cause(verdict.cause, canary_cause)
     if is_infra(cause):
+        # the alert: a judge that cannot judge a known-good state is broken (its text escaped by repr)
+        log.error("a judge failed on its known-good canary state too (%s): the judge is unhealthy: %r", cause,
+                  (proof.error or "")[:500])
         return Verdict.failed(f"{verdict.error} (its canary failed too: {proof.error})", cause,
                               {**verdict.metrics, "judge/canary_failed": 1.0})
     return Verdict.failed(f"{verdict.error} (the same judge judged its known-good canary state: the episode's "
