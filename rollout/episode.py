@@ -59,10 +59,14 @@ class InProcess:
 
     @staticmethod
     async def _within(env: EpisodeEnv, fn: Callable[..., Verdict], *args: Any) -> Verdict:
+        """`fn(*args)` in a thread within the judge's deadline; a judge that raises is a judge error (a
+        live judge reads what the policy left: settled by the canary, never an env worker's own error)."""
         try:
             return await asyncio.wait_for(asyncio.to_thread(fn, *args), env.judge_timeout_s)
         except TimeoutError:
             return Verdict.failed(f"the verifier did not finish within {env.judge_timeout_s:.0f} s", "infra/judge_timeout")
+        except Exception as exc:  # noqa: BLE001 - the verdict says why; the episode is not lost
+            return Verdict.failed(f"the verifier raised {type(exc).__name__}: {exc}", "infra/judge_error")
 
     async def verdict(self, env: EpisodeEnv, final: Verdict, answer: str) -> Verdict:
         return final

@@ -325,3 +325,26 @@ def test_a_harbor_judge_that_fails_on_what_the_agent_left_is_the_agents(tmp_path
     assert verdict.cause == "policy/judge_rejected_state" and verdict.reward == 0.0, verdict
     canary = env.judge_canary()
     assert canary.error is None and canary.reward == 0.0
+
+
+async def test_a_live_judge_that_raises_is_a_judge_error_settled_by_the_canary():
+    """A judge of a live state reads what the policy left; one that raised ended run_episode with the env
+    worker's own error (infra/worker_error, masked). It is a judge error, settled by the kind's canary."""
+    from types import SimpleNamespace
+
+    from rollout.episode import InProcess
+
+    class Raising:
+        judge_timeout_s = 10.0
+
+        def __init__(self, canary):
+            self.judge_canary = canary
+
+        def judge(self, state, answer):
+            raise RuntimeError("the verifier tripped on what the policy left")
+
+    episode = SimpleNamespace(final_state=lambda: "state")
+    judged_fine = await InProcess().final(Raising(lambda: Verdict.of({"x": False})), episode, "")
+    assert judged_fine.cause == "policy/judge_rejected_state" and "RuntimeError" in judged_fine.error
+    broken = await InProcess().final(Raising(lambda: Verdict.failed("also", "infra/judge_error")), episode, "")
+    assert broken.cause == "infra/judge_error" and broken.metrics == {"judge/canary_failed": 1.0}

@@ -251,3 +251,21 @@ async def test_a_session_left_holding_a_lock_is_ended_before_verify_py_reads(pyt
         await ep.close()
     assert held, r.text  # the attack did leave a psql holding the lock
     assert verdict.error is None and verdict.reward == 0.0, verdict
+
+
+async def test_a_server_the_model_reshaped_is_judged_as_it_is_never_an_error_of_the_host(python, tmp_path):
+    """The model is a superuser: it can drop the `postgres` database the host's own quiescing connected
+    to (psql then failed, and the judge's exception was the env worker's: infra/worker_error)."""
+    ref = MCPMarkPostgresRef(str(CHECKOUT), "shop__order_totals", "", str(tmp_path / "masters"), python, "")
+    env = MCPMarkPostgresTaskEnv(ref, judge_timeout_s=30)
+    async with Runtime(RuntimeConfig(warm_pool=0)) as runtime:
+        ep = await env.open(runtime)
+        live = env._open.get(ep.final_state())  # DROP DATABASE cannot run in postgres-mcp's transaction: a shell
+        sql = (f"copy (select 1) to program '{live.server.bin_dir / 'psql'} -X -h {live.server.socket_dir} -p 5432 "
+               f"-U postgres -d {live.database} -c \"drop database postgres with (force)\" >/dev/null 2>&1 &'")
+        r = await ep.run_program(f"print(tools['execute_sql'](sql={sql!r}))")
+        await asyncio.sleep(2.0)
+        await ep.stop()
+        verdict = await asyncio.to_thread(env.judge, ep.final_state(), "")
+        await ep.close()
+    assert verdict.error is None and verdict.reward == 0.0, (verdict, r.text)

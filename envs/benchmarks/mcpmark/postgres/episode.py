@@ -164,7 +164,7 @@ class MCPMarkPostgresTaskEnv(OneStep):
             # broke, judged as MCPMark would (verify.py cannot connect: a fail), not the fabric's fault
             return Verdict(criteria={"mcpmark_verify": False}, reward=0.0, score=0.0,
                            metrics={"server_stopped": 1.0})
-        live.server.quiesce()  # nothing the model left runs or holds a lock while verify.py reads
+        live.server.quiesce(live.database)  # nothing the model left runs or holds a lock while verify.py reads
         return self.verify(live)
 
     def verify(self, state: PostgresEpisodeState) -> Verdict:
