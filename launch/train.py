@@ -177,8 +177,6 @@ async def train(cfg: TrainConfig, resume: str | None = None, sft_only: bool = Fa
                 on_step: OnStep | None = None) -> Path:
     sources = resolve_sources(cfg.sources(), say=console.print)  # ConfigError before anything is made
     trained = check_trainable(sources)
-    if cfg.train.probe:  # a resumed run probes again: the same tasks are refused
-        trained = probed(cfg, trained)
     try:
         check_terms(cfg.train.reward)
     except ValueError as exc:
@@ -187,6 +185,8 @@ async def train(cfg: TrainConfig, resume: str | None = None, sft_only: bool = Fa
     resumed_at = checkpoint_step(Path(resume)) if resume else 0
     teacher = load_teacher(cfg.sft.teacher) if cfg.sft.enabled and resume is None and cfg.sft.teacher != "oracle" \
         else None
+    if cfg.train.probe:  # after the cheap checks; a resumed run probes again: the same tasks are refused
+        trained = probed(cfg, trained)
     root, moved = run_root(cfg.run.out_dir)
     if moved:
         console.print(f"[yellow]{moved}[/]", soft_wrap=True)
