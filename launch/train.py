@@ -39,7 +39,14 @@ from actors.rollout_manager import RolloutManager, SourceSampler
 from actors.scheduler import EpisodeOutcome
 from envs.sources import Source, check_trainable, resolve_sources
 from launch.fabric import Fabric, init_ray, resolve_model
-from launch.metrics import MaskedShare, MetricsLog, StepCounts, rollout_metrics, signal_metrics, source_metrics
+from launch.metrics import (
+    MaskedShare,
+    MetricsLog,
+    StepCounts,
+    rollout_metrics,
+    signal_metrics,
+    source_metrics,
+)
 from launch.paths import OutputError, output_folder, run_root
 from launch.rollouts import check_model
 from rollout.rewards import check_terms, trained_reward
@@ -156,6 +163,11 @@ def probed(cfg: TrainConfig, trained: list[Source]) -> list[Source]:
         cache.cleanup()
     console.print(f"cheat probes: {sum(bool(r.cheats) for r in rows)} of {len(rows)} (task, scale) pairs refused for "
                   f"training")
+    unjudged = [r for r in rows if any(v.error for v in r.verdicts.values())]
+    if unjudged:  # a probe whose judge failed refuses nothing: say so, or a broken judge reads as a clean task
+        first = next(v.error for v in unjudged[0].verdicts.values() if v.error)
+        console.print(f"[yellow]cheat probes: the judge failed on {len(unjudged)} of {len(rows)} pairs, which are not "
+                      f"refused (first: {unjudged[0].task_id} at {unjudged[0].scale}: {first})[/]", soft_wrap=True)
     if not kept:
         raise ConfigError("every training task passes a cheat probe (tasks probe shows them): nothing to train on")
     return kept

@@ -10,15 +10,15 @@ import re
 import msgspec
 import pytest
 
-from envs.format.task_env import LibraryTaskEnv
 from envs.format.library import get_task
+from envs.format.task_env import LibraryTaskEnv
 from envs.runtime.episode import Runtime
 from rollout.episode import run_episode
 from rollout.generators.scripted import ScriptedGenerator
 from rollout.parser import MAX_DEPTH, call_blocks, parse_turn, strip_think
 from rollout.teacher import call_text
 from schema.config import LoopLimits, RuntimeConfig
-from schema.records import Trajectory, Turn, ToolCallSummary, Verdict, encodable, escape_surrogates, judged
+from schema.records import ToolCallSummary, Trajectory, Turn, Verdict, encodable, escape_surrogates, judged
 from tests.test_rollout import TASK, cache, renderer, tiny_path, tokenizer  # noqa: F401
 
 PTC = {"programmatic_tool_call": {"type": "object", "properties": {"code": {"type": "string"}}, "required": ["code"]}}
@@ -147,7 +147,7 @@ async def test_sampled_surrogates_and_deep_calls_are_the_policys_and_the_episode
 
 # ---------------------------------------------------------------- a judge's failure is settled by its canary
 
-def _final_state(cache, task, tmp_path, sql: str) -> bytes:
+def _final_state(envs, task, tmp_path, sql: str) -> bytes:
     """The task's built environment with `sql` run on its database: a state a policy's tools could leave."""
     import shutil
     import sqlite3
@@ -155,7 +155,7 @@ def _final_state(cache, task, tmp_path, sql: str) -> bytes:
     from envs.format.task_env import snapshot_state
 
     root = tmp_path / "final"
-    shutil.copytree(cache.get(task, "v0"), root)
+    shutil.copytree(envs.get(task, "v0"), root)
     with sqlite3.connect(root / "db.sqlite") as db:
         db.execute(sql)
     return snapshot_state(root)
@@ -177,15 +177,15 @@ def test_a_verifier_that_raises_on_the_policys_state_is_the_policys_and_a_broken
     broken = write_task(library, "demo_broken")
     (broken / "verify.py").write_text("def verify(ctx):\n    return {'x': 1 / 0}\n")
     cache_root = str(tmp_path / "judge-cache")
-    cache = EnvironmentCache(tmp_path / "cache")
+    envs = EnvironmentCache(tmp_path / "cache")
     task = load_task(library / "demo_items", trusted=True)
-    state = _final_state(cache, task, tmp_path, "delete from items where id = 1")
+    state = _final_state(envs, task, tmp_path, "delete from items where id = 1")
 
     verdict = judge_shipped(TaskRef("demo_items", "v0", str(library)), state, "ANSWER: 5", 60.0, cache_root)
     assert verdict.cause == "policy/judge_rejected_state" and "IndexError" in verdict.error, verdict
     assert verdict.metrics == {"judge/canary_judged": 1.0}
     ok = judge_shipped(TaskRef("demo_items", "v0", str(library)), _final_state(
-        cache, task, tmp_path / "b", "update items set qty = 5 where id = 1"), "ANSWER: 5", 60.0, cache_root)
+        envs, task, tmp_path / "b", "update items set qty = 5 where id = 1"), "ANSWER: 5", 60.0, cache_root)
     assert ok.reward == 1.0 and ok.error is None  # a judged state never runs the canary
     root, answer = EnvironmentCache(cache_root).canary(task, "v0")  # the canary: the oracle's final state
     assert answer == "ANSWER: 5" and (root / "db.sqlite").is_file()

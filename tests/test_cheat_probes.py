@@ -5,7 +5,6 @@ task's own tests/test.sh in its container tree, and (in tests/test_mcpmark_postg
 postgres's verify.py on a server of its own."""
 
 import shutil
-from pathlib import Path
 
 from envs.format.library import LIBRARY_DIR, load_library, load_task
 from envs.format.task_env import EnvironmentCache, LibraryTaskEnv

@@ -46,9 +46,9 @@ try:
     importlib.import_module(module)
 except (ImportError, SyntaxError) as exc:
     print(f"cannot load {module}: {type(exc).__name__}: {exc}", file=sys.stderr)
-    sys.exit(%d)
+    sys.exit(CANNOT_LOAD)
 runpy.run_module(module, run_name="__main__", alter_sys=True)
-""" % CANNOT_LOAD
+""".replace("CANNOT_LOAD", str(CANNOT_LOAD))
 
 
 def module_main_argv(python: str, module: str, args: list[str]) -> list[str]:

@@ -69,6 +69,12 @@ IN_CODE = "/opt/progagent"
 IN_TASK = "/task"
 IN_ENV = "/env"
 
+#: Held by every thread of this process while it runs task code that opens SQLite (building an
+#: environment, running an oracle) and by `verify_in_child` while it forks. A fork copies only the
+#: forking thread: a child forked while another thread held one of SQLite's process-wide mutexes
+#: waits on it forever at its first `sqlite3.connect`, a judge timeout that no verifier caused.
+FORK_GUARD = threading.RLock()
+
 
 class EnvironmentCache:
     """Built environments by (task, scale, seed, code fingerprint); safe across threads."""
@@ -95,7 +101,8 @@ class EnvironmentCache:
                 # build aside, then rename: other processes sharing the cache never see a half build
                 tmp = path.parent / f".{path.name}.{os.getpid()}.{threading.get_ident()}"
                 shutil.rmtree(tmp, ignore_errors=True)
-                task.build(tmp, scale)
+                with FORK_GUARD:
+                    task.build(tmp, scale)
                 (tmp / ".complete").write_text("")
                 if path.exists() and not (path / ".complete").exists():
                     shutil.rmtree(path, ignore_errors=True)  # left over from an interrupted build
@@ -118,7 +125,8 @@ class EnvironmentCache:
                 tmp = path.parent / f".{path.name}.{os.getpid()}.{threading.get_ident()}"
                 shutil.rmtree(tmp, ignore_errors=True)
                 shutil.copytree(self.get(task, scale), tmp)
-                answer, _, _ = task.run_program(tmp, task.oracle_source)
+                with FORK_GUARD:
+                    answer, _, _ = task.run_program(tmp, task.oracle_source)
                 (tmp / ".answer").write_text(answer)
                 (tmp / ".complete").write_text("")
                 shutil.rmtree(path, ignore_errors=True)
@@ -300,7 +308,8 @@ def verify_in_child(fn: Callable[..., Verdict], args: tuple, timeout_s: float) -
     ctx = mp.get_context("fork")
     parent, child = ctx.Pipe(duplex=False)
     proc = ctx.Process(target=_child, args=(child, fn, args), daemon=True)
-    proc.start()
+    with FORK_GUARD:  # never while another thread of ours is inside SQLite (FORK_GUARD)
+        proc.start()
     child.close()
     try:
         if parent.poll(timeout_s):

@@ -29,8 +29,8 @@ import asyncio
 import json
 import os
 import shutil
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from envs.benchmarks.atlas.checkout import AtlasCheckout, split_tool

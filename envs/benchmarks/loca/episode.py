@@ -45,8 +45,8 @@ from __future__ import annotations
 
 import asyncio
 import os
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from envs.benchmarks.commands import server_command

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import asyncio
 import shutil
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from envs.benchmarks.commands import server_command

@@ -39,8 +39,8 @@ import asyncio
 import datetime
 import json
 import shutil
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from envs.benchmarks.commands import server_command
