@@ -206,21 +206,3 @@ def decode_args(kind: EnvKind[Any, ArgsT], args: dict[str, Any], source: str) ->
     except (msgspec.ValidationError, TypeError, ValueError) as exc:
         raise ConfigError(f"envs.{source}.args ({kind.name}): {str(exc).replace('`$', f'`$.envs.{source}.args')}") \
             from None
-
-
-def ref_document(ref: EnvRef) -> dict[str, Any]:
-    """`ref` as plain data that names its kind, {"kind": NAME, "ref": {...}}: what a host framework's
-    dataset row carries (integrations/), whatever the kind."""
-    return {"kind": kind_of(ref).name, "ref": msgspec.to_builtins(ref)}
-
-
-def ref_from_document(doc: Any, where: str = "ref") -> EnvRef:
-    """The reference `ref_document` made; a ConfigError naming `where` when it is not one (a row
-    written by another version, or by hand)."""
-    if not isinstance(doc, dict) or not isinstance(doc.get("kind"), str) or "ref" not in doc:
-        raise ConfigError(f'{where}: not an environment reference: expected {{"kind": NAME, "ref": {{...}}}}')
-    kind = kind_named(doc["kind"], f"{where}.kind")
-    try:
-        return msgspec.convert(doc["ref"], kind.ref_type)
-    except (msgspec.ValidationError, TypeError, ValueError) as exc:
-        raise ConfigError(f"{where}: not a {kind.name} reference: {exc}") from None

@@ -20,6 +20,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
+
 from envs.kinds import EnvKind, ListContext, decode_args, kind_named
 from schema.config import SourceSpec
 from schema.load import ConfigError
@@ -99,3 +101,88 @@ def check_trainable(sources: list[Source]) -> list[Source]:
         raise ConfigError(f"envs: {', '.join(exposed)}: this kind does not keep its ground truth out of an "
                           "episode's reach (EnvKind.ground_truth_hidden), so it is evaluated only; give it weight 0")
     return train
+
+
+#: the fields of an environment reference that arrives from data (a host framework's dataset row, a
+#: task list): names only. Everything else a reference holds (interpreters, binaries, folders, judge
+#: endpoints and key names) comes from the sources of the process that opens it (Catalog).
+ROW_FIELDS = ("kind", "source", "task", "scale")
+#: the longest name a row's field may hold (a task id, a source's name)
+MAX_ROW_NAME = 512
+
+
+def row_document(ref: EnvRef, source: str) -> dict[str, str]:
+    """`ref` of the source called `source` as the names a dataset row carries (ROW_FIELDS)."""
+    from envs.kinds import kind_of
+
+    return {"kind": kind_of(ref).name, "source": source, "task": ref.task_id, "scale": ref.scale}
+
+
+def row_from_json(text: Any, where: str = "env") -> dict[str, Any]:
+    """A row's environment written as JSON text (a verifiers task's `env`), decoded under a size cap
+    and refusing what is not a JSON object (a ConfigError naming `where`)."""
+    if not isinstance(text, str) or len(text) > MAX_ROW_NAME * 8:
+        raise ConfigError(f"{where}: not a row's environment (JSON text of at most {MAX_ROW_NAME * 8} characters)")
+    try:
+        doc = msgspec.json.decode(text)
+    except (msgspec.DecodeError, RecursionError) as exc:
+        raise ConfigError(f"{where}: not JSON: {exc}") from None
+    if not isinstance(doc, dict):
+        raise ConfigError(f"{where}: not a row's environment: a JSON object of {', '.join(ROW_FIELDS)}")
+    return doc
+
+
+def row_names(doc: Any, where: str = "env") -> dict[str, str]:
+    """A row's names, checked: a mapping of ROW_FIELDS to strings (`source` may be empty). A field a
+    reference would carry from the operator's config (`python`, `pg_bin`, `checkout`,
+    `judge_base_url`, ...) is refused by name: data names a task; it never chooses what the host runs,
+    reads or contacts."""
+    if not isinstance(doc, dict):
+        raise ConfigError(f"{where}: not an environment row: expected {{{', '.join(ROW_FIELDS)}}}, got "
+                          f"{type(doc).__name__}")
+    extra = [str(k)[:80] for k in doc if k not in ROW_FIELDS]
+    if extra:
+        raise ConfigError(f"{where}.{extra[0]}: a row names its environment only ({', '.join(ROW_FIELDS)}); "
+                          f"{extra[0]!r} and every other setting come from the sources of the process that runs it "
+                          "(rewrite the rows with this version's dataset builder)")
+    names = {}
+    for key in ROW_FIELDS:
+        value = doc.get(key, "" if key == "source" else None)
+        if not isinstance(value, str) or len(value) > MAX_ROW_NAME or (key != "source" and not value):
+            raise ConfigError(f"{where}.{key}: must be a name (a string of 1 to {MAX_ROW_NAME} characters)")
+        names[key] = value
+    return names
+
+
+class Catalog:
+    """The environments a process opens from data: every (task, scale) of the operator's sources.
+
+    A row names a kind, a task and a scale (and the source it was written from); the reference it
+    opens is the one the operator's own source lists for them, with that source's settings. A row
+    naming what no source lists is refused, so a downloaded dataset reaches only what the operator
+    configured."""
+
+    def __init__(self, sources: list[Source]):
+        self.sources = {s.name: s for s in sources}
+        self._by: dict[tuple[str, str, str], list[tuple[str, EnvRef]]] = {}
+        for s in sources:
+            for r in s.refs:
+                self._by.setdefault((s.kind.name, r.task_id, r.scale), []).append((s.name, r))
+
+    def resolve(self, doc: Any, where: str = "env") -> EnvRef:
+        """The operator's reference for a row's names (row_names); a ConfigError naming `where` when
+        the row is not names only, or names what no source lists (or more than one, without `source`)."""
+        n = row_names(doc, where)
+        found = self._by.get((n["kind"], n["task"], n["scale"]), [])
+        if n["source"]:
+            found = [f for f in found if f[0] == n["source"]] or (
+                [] if n["source"] in self.sources else found)  # a source renamed by the operator: by kind alone
+        if len(found) == 1:
+            return found[0][1]
+        what = f"{n['kind']} task {n['task']!r} at scale {n['scale']!r}"
+        if not found:
+            raise ConfigError(f"{where}: no source of this process lists the {what} (its sources: "
+                              f"{', '.join(self.sources) or 'none'}; name the config that lists it in the host's "
+                              "progagent settings: config, sources or library)")
+        raise ConfigError(f"{where}: the {what} is listed by the sources {', '.join(f[0] for f in found)}: the row "
+                          "must name one (source)")

@@ -1,6 +1,7 @@
 """What runs ProgAgent episodes inside another framework's worker process, whichever framework it is.
 
     machinery = await shared(HostLoopConfig(...), load_tokenizer)   # this event loop's, made once
+    ref = machinery.catalog.resolve(row_env)                          # a row's names -> the operator's ref
     traj = await machinery.episode(ref, generator, "ptc", limits=..., sampling=..., group_id=...)
 
 A host framework (verl's agent loop, a verifiers harness) makes a new object per sample, so what is
@@ -24,6 +25,8 @@ from envs.format.task_env import EnvironmentCache
 from envs.kinds import load_env
 from envs.runtime.episode import Runtime
 from envs.runtime.preflight import check_host
+from envs.sources import Catalog
+from integrations.sources import episode_sources
 from rollout.agent_loop import ChatRenderer
 from rollout.episode import InProcess, Judging, Shipped, run_episode
 from rollout.generators.base import Generator
@@ -41,6 +44,7 @@ class Machinery:
     config: HostLoopConfig
     runtime: Runtime
     cache: EnvironmentCache
+    catalog: Catalog  # the environments a row may name (HostLoopConfig.config / sources / library)
     renderer: ChatRenderer
     stop_ids: frozenset[int]  # the tokens that end a model turn (a token generator's `stop`)
     vocab: int  # token ids are in [0, vocab)
@@ -71,12 +75,14 @@ async def shared(config: HostLoopConfig, load_tokenizer: Callable[[], Any]) -> M
                 log.warning("progagent: this worker runs with its first settings %s, not %s", have.config, config)
             return have
         await asyncio.to_thread(check_host, config.runtime, where="the progagent runtime settings")
+        catalog = Catalog(await asyncio.to_thread(
+            episode_sources, config=config.config or None, only=config.sources or None, library=config.library or None))
         tokenizer = await asyncio.to_thread(load_tokenizer)
         renderer = ChatRenderer(tokenizer)
         end = tokenizer.convert_tokens_to_ids(renderer.end_text)
         stop_ids = frozenset(i for i in (end, tokenizer.eos_token_id) if isinstance(i, int))
         runtime = await Runtime(config.runtime).start(wait=False)
-        made = Machinery(config, runtime, EnvironmentCache(), renderer, stop_ids, len(tokenizer),
+        made = Machinery(config, runtime, EnvironmentCache(), catalog, renderer, stop_ids, len(tokenizer),
                          asyncio.Semaphore(config.max_episodes))
         _made[loop] = made
         return made

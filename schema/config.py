@@ -148,8 +148,17 @@ class HostLoopConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     runtime: RuntimeConfig = RuntimeConfig(warm_pool=2)
     #: a verifier's deadline (None: the environment's own)
     judge_timeout_s: Seconds | None = None
+    #: the environments a row may open: the sources of this ProgAgent config file ("" = the defaults:
+    #: the shipped library), only those named in `sources` when given, or one task library folder
+    #: (`library`) instead. A row names a task; its settings come from here (envs/sources.Catalog)
+    config: str = ""
+    sources: list[str] = []
+    library: str = ""
 
     def __post_init__(self) -> None:
+        if self.library and (self.config or self.sources):
+            raise ValueError("library names one task library instead of a config: give library, or config and "
+                             "sources, not both")
         if self.max_episodes < 1:
             raise ValueError(f"max_episodes must be ≥ 1, got {self.max_episodes}")
         if self.harness not in ("ptc", "dtc", "hybrid"):

@@ -52,7 +52,9 @@ class Policy:
                      "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}}
 
 
-async def run_task(script_path: Path, monkeypatch):
+async def run_task(script_path: Path, monkeypatch, env_data: dict | None = None):
+    """One episode of TASK through verifiers' own environment (`env_data`: the task's `env` replaced,
+    as a task list downloaded from elsewhere could have it)."""
     monkeypatch.setenv("PROGAGENT_POLICY_KEY", "local-secret")
     policy = Policy(program_script(script_path))
     endpoint = ChatEndpoint(policy)
@@ -60,9 +62,12 @@ async def run_task(script_path: Path, monkeypatch):
         cfg = vf.resolve_env_config({
             "taskset": {"id": "progagent-tasks", "library": str(STARTER), "tasks": [TASK], "scales": ["v0"]},
             "agent": {"runtime": {"type": "subprocess"},
-                      "harness": {"id": "progagent-tasks", "progagent": {"max_episodes": 2, "runtime": {"warm_pool": 1}}}}})
+                      "harness": {"id": "progagent-tasks", "progagent": {
+                          "max_episodes": 2, "runtime": {"warm_pool": 1}, "library": str(STARTER)}}}})
         env = vf.load_environment(cfg)
         (task,) = list(env.taskset)
+        if env_data is not None:
+            task = task.with_data(env=json.dumps(env_data))
         ctx = vf.ModelContext(model="policy", client=vf.EvalClientConfig(base_url=endpoint.url,
                                                                          api_key_var="PROGAGENT_POLICY_KEY"))
         async with env.serving():
@@ -108,3 +113,19 @@ async def test_re_derived_assistant_messages_would_split_the_episode(monkeypatch
     monkeypatch.setattr(openai_backend.OpenAIGenerator, "generate", re_derived)
     trace, _ = await run_task(STARTER / TASK / "oracle.py", monkeypatch)
     assert trace.reward == 1.0 and trace.num_branches == 2
+
+
+async def test_a_task_whose_data_carries_settings_runs_nothing_it_names(monkeypatch, tmp_path):
+    """A task's `env` names its environment only: one that carries a library folder (or an interpreter)
+    is refused naming the field, and nothing of the folder it named is loaded."""
+    evil = tmp_path / "evil" / TASK
+    evil.mkdir(parents=True)
+    (evil / "task.toml").write_text("this is not read\n")
+    env = {"kind": "library", "source": "library", "task": TASK, "scale": "v0", "library": str(evil.parent)}
+    trace, policy = await run_task(STARTER / TASK / "oracle.py", monkeypatch, env)
+    assert trace.reward in (None, 0.0) and policy.requests == []
+    assert "`env`.library: a row names its environment only" in str(trace.errors) + str(trace.state.verifier_error)
+    honest = {"kind": "library", "source": "library", "task": TASK, "scale": "v0"}
+    trace, _ = await run_task(STARTER / TASK / "oracle.py", monkeypatch, honest)
+    assert trace.reward == 1.0
+

@@ -125,12 +125,14 @@ def oracles(tiny, tokenizer):
 
 
 def verl_worker(tmp: Path, tiny: Path, server, *, prompt_length=2048, response_length=4096, data: Path,
-                settings: str = "max_episodes: 4\n  runtime: {warm_pool: 1}"):
-    """verl's AgentLoopWorker from verl's own config, our loop registered by agent_loop_config_path."""
+                settings: str = "max_episodes: 4\n  runtime: {warm_pool: 1}", sources: str = f"library: {STARTER}"):
+    """verl's AgentLoopWorker from verl's own config, our loop registered by agent_loop_config_path;
+    `sources`: the loop's settings naming what a row may open (as the rows were written)."""
     import verl
 
     loops = tmp / "agent_loops.yaml"
-    loops.write_text(f"- name: progagent\n  _target_: integrations.verl.agent_loop.ProgAgentLoop\n  {settings}\n")
+    loops.write_text(f"- name: progagent\n  _target_: integrations.verl.agent_loop.ProgAgentLoop\n  {settings}\n"
+                     f"  {sources}\n")
     with initialize_config_dir(config_dir=str(Path(verl.__file__).parent / "trainer" / "config"), version_base=None):
         cfg = compose(config_name="ppo_trainer", overrides=[
             f"actor_rollout_ref.model.path={tiny}", "actor_rollout_ref.rollout.name=vllm",
@@ -408,7 +410,7 @@ async def test_one_episodes_failure_is_that_samples_never_the_batchs(tmp_path, t
                                "</tool_call>", "ANSWER: done"],
         "inventory_reorder_flags": ["ANSWER: done"]},
         {t: load_env(TaskRef(t, "v0", str(library))).instruction for t in ("hr_leave_decisions", "inventory_reorder_flags")})
-    cfg, worker = verl_worker(tmp_path, tiny, server, data=data)
+    cfg, worker = verl_worker(tmp_path, tiny, server, data=data, sources=f"library: {library}")
     batch = batch_of(cfg, worker, data)
     shutil.rmtree(library / "support_close_resolved")
     out = await generate(worker, batch)
@@ -434,7 +436,8 @@ async def test_a_harbor_task_through_verl_is_judged_by_its_own_tests(tmp_path, t
 
     script = [call_text("programmatic_tool_call", {"code": SOLVE_PTC}), "Placed 7 orders.\nANSWER: 229"]
     server = ScriptServer(tokenizer, {"harbor": script}, {"harbor": instruction})
-    cfg, worker = verl_worker(tmp_path, tiny, server, data=data)
+    cfg, worker = verl_worker(tmp_path, tiny, server, data=data,
+                              sources=f"config: {root / 'configs' / 'mixture.yaml'}\n  sources: [harbor]")
     out = await generate(worker, batch_of(cfg, worker, data))
     nt = out.non_tensor_batch
     assert list(nt["data_source"]) == ["progagent/harbor"] and nt["progagent_task"][0].startswith("warehouse-restock")
@@ -442,17 +445,96 @@ async def test_a_harbor_task_through_verl_is_judged_by_its_own_tests(tmp_path, t
     assert out.batch["rm_scores"].sum().item() == 1.0
 
 
+async def test_hostile_rows_choose_nothing_the_host_runs_reads_or_contacts(tmp_path, tiny, tokenizer, monkeypatch):
+    """A dataset is data a user downloads. Rows that carry a whole reference (an interpreter, a PostgreSQL
+    bin folder, a judge endpoint and the name of the host variable sent to it as a key, a library folder)
+    decoded into that reference and the host ran and contacted what they named. Read through verl's own
+    dataset and worker, each such row is its own failed, masked sample naming the field; nothing it names
+    runs or is contacted; the honest row beside them runs."""
+    import http.server
+    import json
+    import threading
+
+    import pyarrow.parquet as pq
+
+    marker = tmp_path / "pwned"
+    evil = tmp_path / "evil"
+    (evil / "bin").mkdir(parents=True)
+    for name in ("python", "bin/pg_isready", "bin/psql", "bin/postgres", "bin/initdb"):
+        (evil / name).write_text(f"#!/bin/sh\necho $0 >> {marker}\n")
+        (evil / name).chmod(0o755)
+    hits: list[str] = []
+
+    class Judge(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802 - the stdlib's name
+            hits.append(self.headers.get("Authorization", ""))
+            self.send_response(500)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    judge = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Judge)
+    threading.Thread(target=judge.serve_forever, daemon=True).start()
+    monkeypatch.setenv("PROGAGENT_TEST_SECRET", "s3cret")
+    data = rows_file(tmp_path, ["inventory_reorder_flags"])
+    (honest,) = pq.read_table(data).to_pylist()
+    hostile_envs = {
+        "pg_bin": {"kind": "mcpmark_postgres", "ref": {
+            "type": "mcpmark_postgres", "checkout": str(tmp_path), "task": "security__rls_posts", "backup": "",
+            "master_dir": str(tmp_path / "m"), "python": str(evil / "python"), "pg_bin": str(evil / "bin")}},
+        "python": {"kind": "loca", "ref": {"type": "loca", "checkout": str(tmp_path), "preset": "p", "name": "n",
+                                           "seed": 0, "python": str(evil / "python")}},
+        "judge_base_url": {"kind": "mcp_atlas", "source": "", "task": "t1", "scale": "default",
+                           "judge_base_url": f"http://127.0.0.1:{judge.server_port}/v1",
+                           "judge_api_key_env": "PROGAGENT_TEST_SECRET", "python": str(evil / "python")},
+        "library": {"kind": "library", "source": "library", "task": "inventory_reorder_flags", "scale": "v0",
+                    "library": str(evil)},
+    }
+    rows = [honest]
+    for env in hostile_envs.values():
+        row = json.loads(honest["extra_info"]["progagent"])
+        rows.append({**honest, "extra_info": {**honest["extra_info"], "progagent": json.dumps({**row, "env": env})}})
+    verl_dataset.write_parquet(rows, data)
+    server = ScriptServer(tokenizer, {"inventory_reorder_flags": ["ANSWER: done"]})
+    cfg, worker = verl_worker(tmp_path, tiny, server, data=data)
+    try:
+        out = await generate(worker, batch_of(cfg, worker, data))
+    finally:
+        judge.shutdown()
+    nt = out.non_tensor_batch
+    assert len(out) == 5
+    assert nt["termination_answer"][0] == 1.0 and nt["infra"][0] == 0.0  # the honest row ran
+    for i in range(1, 5):
+        assert nt["infra"][i] == 1.0 and out.batch["response_mask"][i].sum().item() == 0  # masked, counted
+    assert not marker.exists() and hits == []
+
+
 def test_a_row_not_written_for_progagent_is_refused_naming_what_is_wrong():
+    from envs.sources import Catalog
+    from integrations.sources import episode_sources
     from integrations.verl.rows import EpisodeRow
     from schema.load import ConfigError
 
+    catalog = Catalog(episode_sources(library=str(STARTER), scales=["v0"]))
     with pytest.raises(ConfigError, match=r"extra_info\.progagent .*integrations\.verl\.dataset"):
         EpisodeRow.from_extra_info({"index": 3})
     with pytest.raises(ConfigError, match=r"extra_info\.progagent"):
         EpisodeRow.from_extra_info({"progagent": "{not json"})
-    bad_kind = '{"env": {"kind": "nope", "ref": {}}}'
-    with pytest.raises(ConfigError, match=r"extra_info\.progagent\.env\.kind: no environment kind 'nope'"):
-        EpisodeRow.from_extra_info({"progagent": bad_kind}).ref()
-    bad_ref = '{"env": {"kind": "library", "ref": {"type": "task", "scale": "v0"}}}'
-    with pytest.raises(ConfigError, match=r"not a library reference.*task_id"):
-        EpisodeRow.from_extra_info({"progagent": bad_ref}).ref()
+    bad_kind = '{"env": {"kind": "nope", "task": "t", "scale": "v0"}}'
+    with pytest.raises(ConfigError, match=r"extra_info\.progagent\.env: no source of this process lists the nope"):
+        EpisodeRow.from_extra_info({"progagent": bad_kind}).ref(catalog)
+    no_task = '{"env": {"kind": "library", "scale": "v0"}}'
+    with pytest.raises(ConfigError, match=r"extra_info\.progagent\.env\.task: must be a name"):
+        EpisodeRow.from_extra_info({"progagent": no_task}).ref(catalog)
+    old_format = '{"env": {"kind": "library", "ref": {"type": "task", "task_id": "hr_leave_decisions", "scale": "v0"}}}'
+    with pytest.raises(ConfigError, match=r"extra_info\.progagent\.env\.ref: a row names its environment only"):
+        EpisodeRow.from_extra_info({"progagent": old_format}).ref(catalog)
+    carried = '{"env": {"kind": "library", "source": "library", "task": "hr_leave_decisions", "scale": "v0", ' \
+              '"pg_bin": "/tmp/evil"}}'
+    with pytest.raises(ConfigError, match=r"extra_info\.progagent\.env\.pg_bin: a row names its environment only"):
+        EpisodeRow.from_extra_info({"progagent": carried}).ref(catalog)
+    honest = '{"env": {"kind": "library", "source": "library", "task": "hr_leave_decisions", "scale": "v0"}}'
+    ref = EpisodeRow.from_extra_info({"progagent": honest}).ref(catalog)
+    assert ref == TaskRef("hr_leave_decisions", "v0", str(STARTER))  # the catalog's own reference
+

@@ -5,9 +5,15 @@
       _target_: integrations.verl.agent_loop.ProgAgentLoop
       harness: ptc            # HostLoopConfig (schema/config.py): harness, max_episodes, max_turns, runtime, ...
       max_episodes: 8
+      config: configs/mixture.yaml   # the sources a row may name (or `library: <folder>`; default: the shipped library)
+      sources: [starter, harbor]
 
 A row (integrations/verl/dataset.py writes them) names an environment of any ProgAgent kind (library
-task, Harbor task, LOCA-bench, Toolathlon, MCPMark ...) and a harness. `run` opens it in this worker
+task, Harbor task, LOCA-bench, Toolathlon, MCPMark ...) and a harness. A row is data a user downloads:
+it names a kind, source, task and scale only, and the reference that opens them is the one this loop's
+own sources list (`config`/`sources`/`library`: envs/sources.Catalog), so no row chooses an interpreter,
+a folder or an endpoint. A row that names more, or what those sources do not list, is that sample's
+failure (masked, counted in `infra`), never the batch's. `run` opens it in this worker
 process's shared `Runtime` (warm pool of sandboxed kernels; at most `max_episodes` episodes at once),
 runs ProgAgent's own agent loop with verl's servers writing the model's turns (ServerGenerator: one
 request id per episode, the server's log-probs and weights' step kept), judges the final state here
@@ -81,23 +87,28 @@ class ProgAgentLoop(AgentLoopBase):
                           max_calls_per_turn=s.max_calls_per_turn, max_response_tokens=response)
 
     async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> AgentLoopOutput:
-        row = EpisodeRow.from_extra_info(kwargs.get("extra_info"), default_harness=self.settings.harness)
-        ref = row.ref()
         tokenizer = self.tokenizer
         machinery = await shared(self.settings, lambda: tokenizer)
         generator = ServerGenerator(self.server_manager, sampling_params, machinery.stop_ids, vocab=machinery.vocab,
                                     prompt_limit=int(self.rollout_config.prompt_length), request_id=uuid.uuid4().hex)
         sampling = SamplingParams(temperature=float(sampling_params.get("temperature", 1.0)),
                                   top_p=float(sampling_params.get("top_p", 1.0)))
-        group_id = f"{ref.task_id}-{ref.scale}-{kwargs.get('index', 0)}"
+        task, scale, harness = "?", "?", self.settings.harness
+        group_id = f"row-{kwargs.get('index', 0)}"
         try:
+            # a row is data: refused here (names only, and only what this loop's sources list) it is this
+            # sample's failure, never the batch's
+            row = EpisodeRow.from_extra_info(kwargs.get("extra_info"), default_harness=self.settings.harness)
+            (task, scale), harness = row.names(), row.harness
+            ref = row.ref(machinery.catalog)
+            group_id = f"{ref.task_id}-{ref.scale}-{kwargs.get('index', 0)}"
             traj = await machinery.episode(ref, generator, row.harness, limits=self.limits(), sampling=sampling,
                                            group_id=group_id)
         except PromptTooLong:  # the run's lengths do not fit its tasks: a config error, for the whole run
             raise
         except Exception as exc:  # noqa: BLE001 - verl fails the whole batch on one raise: this sample's alone
             log.warning("progagent episode %s failed (%s): %s", group_id, loggable(type(exc).__name__), loggable(exc))
-            traj = failed_episode(ref.task_id, ref.scale, group_id, row.harness, exc, tokenizer.eos_token_id or 0)
+            traj = failed_episode(task, scale, group_id, harness, exc, tokenizer.eos_token_id or 0)
         if traj.termination == "generator_error":
             log.warning("progagent episode %s ended with generator_error: %s", traj.group_id,
                         loggable(generator.last_error))

@@ -20,14 +20,13 @@ needed.
 
 from __future__ import annotations
 
-import json
 import logging
 from typing import Any
 
 import verifiers.v1 as vf
 from pydantic import Field
 
-from envs.kinds import ref_from_document
+from envs.sources import row_from_json
 from integrations.episode_info import episode_info
 from integrations.host import host_config, shared
 from rollout.generators.openai_backend import OpenAIGenerator
@@ -41,7 +40,8 @@ class ProgAgentHarnessConfig(vf.HarnessConfig):
     id: str = "progagent-tasks"
     progagent: dict[str, Any] = Field(default_factory=dict)
     """ProgAgent's settings for this worker (schema/config.HostLoopConfig: max_episodes, max_turns,
-    max_new_tokens, max_calls_per_turn, runtime, judge_timeout_s)."""
+    max_new_tokens, max_calls_per_turn, runtime, judge_timeout_s, and the sources a task may name:
+    config, sources, library - the same as the taskset's)."""
     max_context_tokens: int = 32_768
     """The episode ends when its conversation would pass this many tokens (counted by `tokenizer`)."""
     tokenizer: str = ""
@@ -66,10 +66,11 @@ class ProgAgentHarness(vf.Harness[ProgAgentHarnessConfig]):
     async def launch(self, ctx: Any, trace: Any, runtime: Any, endpoint: str, secret: str,
                      mcp_urls: dict[str, str], data: Any) -> vf.ProgramResult:
         settings = host_config(dict(self.config.progagent), "the progagent-tasks harness's `progagent` settings")
-        ref = ref_from_document(json.loads(data.env), "task data `env`")
         harness = getattr(data, "harness", None) or settings.harness
         path = self.config.tokenizer
         machinery = await shared(settings, lambda: _tokenizer(path))  # loaded by this worker's first episode only
+        # the task's data names its environment only; the reference is this harness's sources' (Catalog)
+        ref = machinery.catalog.resolve(row_from_json(data.env, "task data `env`"), "task data `env`")
         generator = OpenAIGenerator(ctx.model, base_url=endpoint, api_key=secret, max_retries=0,
                                     tokenizer=machinery.renderer.tok)
         limits = LoopLimits(max_turns=settings.max_turns, max_context_tokens=self.config.max_context_tokens,

@@ -16,13 +16,13 @@ import verifiers.v1 as vf
 from pydantic import Field
 
 from envs.format.task_env import EnvironmentCache
-from envs.kinds import ref_document
+from envs.sources import row_document
 from integrations.episode_info import EPISODE_INFO_KEYS
 from integrations.sources import episode_sources, instruction_of
 
 
 class ProgAgentData(vf.TaskData):
-    env: str  # the environment reference, envs/kinds.ref_document as JSON
+    env: str  # the environment's names, envs/sources.row_document as JSON (the harness's sources open it)
     harness: Literal["ptc", "dtc", "hybrid"] = "ptc"
     source: str = ""  # the ProgAgent source it came from
     scale: str = ""
@@ -74,6 +74,6 @@ class ProgAgentTaskset(vf.Taskset[ProgAgentTask, ProgAgentTasksetConfig]):
         for source in sources:
             for ref in source.refs:
                 data = ProgAgentData(prompt=instruction_of(ref, cache), id=f"{source.name}/{ref.task_id}@{ref.scale}",
-                                     name=ref.task_id, env=json.dumps(ref_document(ref)), harness=c.harness,
+                                     name=ref.task_id, env=json.dumps(row_document(ref, source.name)), harness=c.harness,
                                      source=source.name, scale=ref.scale)
                 yield ProgAgentTask(data, c.task)
