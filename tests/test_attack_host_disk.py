@@ -81,6 +81,44 @@ async def test_filling_the_workspace_ends_the_episode_and_gives_the_disk_back(rt
         await ep.close()
 
 
+BACKGROUND = '''
+import os, threading
+def fill():
+    for i in range(3000):  # 1 MiB at a time, after the program has returned
+        with open(f"/workspace/bg-{i}.bin", "wb") as f:
+            f.write(os.urandom(1 << 20))
+threading.Thread(target=fill, daemon=True).start()
+print("started")
+'''
+
+
+async def test_a_writer_left_running_between_programs_is_counted(rt):
+    """A thread left in the kernel keeps writing while the model writes its next turn (no program
+    runs). The disk limit is watched over the episode's lifetime, not only while a program runs: the
+    episode ends and its workspace is emptied before any next program."""
+    ep = await rt.open_episode()
+    try:
+        r = await ep.run_program(BACKGROUND)
+        assert "started" in r.text and not r.ended
+        peak = 0
+        for _ in range(200):  # the model "thinking" for up to 20 s
+            peak = max(peak, await asyncio.to_thread(allocated, ep.slot.dir))
+            if ep.ended:
+                break
+            await asyncio.sleep(0.1)
+        assert ep.ended, "the background writer was not noticed between programs"
+        assert peak < 64 * MiB + 512 * MiB, peak
+        for _ in range(50):  # the ending (halt, then clear) runs as its own task
+            if allocated(ep.final_state().workspace) < MiB:
+                break
+            await asyncio.sleep(0.1)
+        assert allocated(ep.final_state().workspace) < MiB
+        later = await ep.run_program("print('MORE-OUTPUT')")
+        assert later.ended and "MORE-OUTPUT" not in later.text
+    finally:
+        await ep.close()
+
+
 async def test_no_single_file_grows_past_the_disk_limit(rt):
     async with await rt.open_episode() as ep:
         r = await ep.run_program(

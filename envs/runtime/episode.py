@@ -16,8 +16,9 @@ Disk: what an episode writes lands in host folders (its workspace, its database,
 folder), so each episode has a disk limit (RuntimeConfig.disk_bytes / disk_entries / disk_depth,
 counted in allocated blocks, over what its folders held when it opened). No single file grows past
 disk_bytes (RLIMIT_FSIZE: a write past it fails with "File too large"); a watchdog checks the total
-every disk_check_s while a program runs (a program writing fast can pass the limit by what it writes
-in that time), after every program and after every direct call. Past a
+every disk_check_s over the episode's whole life, from open to stop (a thread or process a program
+left behind keeps writing while the model writes its next turn; a program writing fast can pass the
+limit by what it writes in one interval), and again after every program and every direct call. Past a
 limit the program is stopped, the episode ENDS (every later program or call is an error that says
 so; `ended` holds why) and a workspace the runtime made is emptied, so the disk comes back at once.
 Removal is iterative and never follows a link (envs/runtime/untrusted_fs.py): `close()` always completes,
@@ -170,6 +171,7 @@ class Episode:
         self._ending: asyncio.Task | None = None
         self._lock = asyncio.Lock()
         self._disk_base: untrusted_fs.Usage | None = None
+        self._watchdog: asyncio.Task | None = None
         self._on_close: list[Callable[[], Awaitable[None]]] = []
 
     def on_close(self, fn: Callable[[], Awaitable[None]]) -> None:
@@ -206,15 +208,9 @@ class Episode:
         timeout_s = cfg.program_timeout_s if timeout_s is None else timeout_s
         async with self._lock:
             first_call = len(self.router.log)
-            watchdog = asyncio.create_task(self._watch_disk())
-            try:
-                result = await self.slot.kernel.execute(code, timeout_s)
-                if result.timed_out or result.died:  # its calls still waiting on servers end with it
-                    await self.slot.bridge.cancel_in_flight()
-            finally:
-                watchdog.cancel()
-                with contextlib.suppress(BaseException):
-                    await watchdog
+            result = await self.slot.kernel.execute(code, timeout_s)
+            if result.timed_out or result.died:  # its calls still waiting on servers end with it
+                await self.slot.bridge.cancel_in_flight()
             over = self.ended or await self._check_disk()
             if self._ending is not None:  # the kernel halted and the workspace emptied before the result
                 await self._ending
@@ -282,12 +278,26 @@ class Episode:
             await self._end(usage.over)
         return self.ended
 
+    def watch(self) -> None:
+        """Start the disk watchdog (module docstring): from now until the episode stops or closes."""
+        if self._watchdog is None and not (self.stopped or self.closed):
+            self._watchdog = asyncio.create_task(self._watch_disk())
+
+    async def _unwatch(self) -> None:
+        if self._watchdog is not None:
+            self._watchdog.cancel()
+            with contextlib.suppress(BaseException):
+                await self._watchdog
+
     async def _watch_disk(self) -> None:
         interval = self.runtime.config.disk_check_s
         while True:
             await asyncio.sleep(interval)
-            if await self._check_disk(in_thread=True):
-                return
+            try:
+                if await self._check_disk(in_thread=True):
+                    return
+            except OSError:  # a folder the episode's own teardown removed under the walk
+                log.debug("episode %s: a disk check could not walk its folders", self.id, exc_info=True)
 
     async def _end(self, why: str) -> None:
         """End the episode (once): halt the kernel, then empty a workspace the runtime made. The work is
@@ -315,6 +325,7 @@ class Episode:
         if self.stopped or self.closed:
             return
         self.stopped = True
+        await self._unwatch()
         await self.slot.kernel.shutdown()
         if self.owns_router:
             await self.router.close()
@@ -327,6 +338,7 @@ class Episode:
         if self.closed:
             return
         self.closed = True
+        await self._unwatch()
         if self.owns_router and not self.stopped:
             await self.router.close()
         try:
@@ -492,6 +504,7 @@ class Runtime:
             raise
         episode = Episode(self, slot, router, owns, time.perf_counter() - t0)
         await episode.measure_base()
+        episode.watch()
         episode.open_s = time.perf_counter() - t0
         self._episodes.add(episode)
         self._refill()  # last: the new kernel's start (a fork and exec) runs after this returns
