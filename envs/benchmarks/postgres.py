@@ -7,11 +7,15 @@
 
 Why one server per episode: the model is a superuser in it (MCPMark's `postgres-mcp` runs with
 `--access-mode=unrestricted`), so `COPY … PROGRAM`, `pg_read_file`, large objects and extensions are
-its to use. What contains that is the server's sandbox (envs/runtime/sandbox.isolation_argv): its own
-user namespace (uid 1000: PostgreSQL refuses to run as root), its own network namespace (no TCP at
-all, and `listen_addresses` empty besides: a Unix socket only, in a folder bound out to the host),
-/usr read-only, a private /tmp, no other host folder than the episode's copy of the data and the
-socket folder, and the runtime's per-process limits. Nothing is shared between episodes: each starts
+its to use. What contains that is the server's sandbox (envs/runtime/sandbox.Sandbox, as every
+sandbox here: the system call filter, so `COPY … PROGRAM` takes none of the host user's inotify
+instances or keys): its own user namespace (uid 1000: PostgreSQL refuses to run as root), its own
+network namespace (no TCP at all, and `listen_addresses` empty besides: a Unix socket only), /usr
+read-only, a private /tmp, no other host folder than the episode's copy of the data and its socket
+folder, and the runtime's per-process limits. The socket folder is the episode's own (`work/sock`,
+which its disk limit counts: the superuser can `COPY … TO` any file there), reached by the host and
+the benchmark's sandboxes through a short link under SOCKET_BASE (a socket's path has at most 107
+bytes), at whose path it is bound inside; the link's folder is read-only in every sandbox. Nothing is shared between episodes: each starts
 from a copy of the master's files, and the copy is removed (untrusted_fs.remove_tree: what a superuser
 wrote there is not followed) when the episode closes.
 
