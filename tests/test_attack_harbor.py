@@ -69,7 +69,7 @@ def test_env_tables_read_only_the_host_variables_passed_to_them(tmp_path, monkey
     task = load_harbor_task(folder)
     env = task.base_env()
     assert env["API"] == "" and env["D"] == "fallback" and env["HOME2"] == ""
-    assert "sk-live" not in " ".join(task.container_argv(tmp_path))
+    assert "sk-live" not in " ".join(task.container_argv(tmp_path).options())
     assert any("PROGAGENT_TEST_SECRET" in n and PASS_ENV in n for n in task.layout.notes)
     monkeypatch.setenv(PASS_ENV, "PROGAGENT_TEST_SECRET")
     assert load_harbor_task(folder).base_env()["API"] == "sk-live-abcdef"

@@ -7,11 +7,15 @@
 
 Why one server per episode: the model is a superuser in it (MCPMark's `postgres-mcp` runs with
 `--access-mode=unrestricted`), so `COPY … PROGRAM`, `pg_read_file`, large objects and extensions are
-its to use. What contains that is the server's sandbox (envs/runtime/sandbox.isolation_argv): its own
-user namespace (uid 1000: PostgreSQL refuses to run as root), its own network namespace (no TCP at
-all, and `listen_addresses` empty besides: a Unix socket only, in a folder bound out to the host),
-/usr read-only, a private /tmp, no other host folder than the episode's copy of the data and the
-socket folder, and the runtime's per-process limits. Nothing is shared between episodes: each starts
+its to use. What contains that is the server's sandbox (envs/runtime/sandbox.Sandbox, as every
+sandbox here: the system call filter, so `COPY … PROGRAM` takes none of the host user's inotify
+instances or keys): its own user namespace (uid 1000: PostgreSQL refuses to run as root), its own
+network namespace (no TCP at all, and `listen_addresses` empty besides: a Unix socket only), /usr
+read-only, a private /tmp, no other host folder than the episode's copy of the data and its socket
+folder, and the runtime's per-process limits. The socket folder is the episode's own (`work/sock`,
+which its disk limit counts: the superuser can `COPY … TO` any file there), reached by the host and
+the benchmark's sandboxes through a short link under SOCKET_BASE (a socket's path has at most 107
+bytes), at whose path it is bound inside; the link's folder is read-only in every sandbox. Nothing is shared between episodes: each starts
 from a copy of the master's files, and the copy is removed (untrusted_fs.remove_tree: what a superuser
 wrote there is not followed) when the episode closes.
 
@@ -31,14 +35,13 @@ import functools
 import os
 import shutil
 import subprocess
-import tempfile
 import time
 import uuid
 from pathlib import Path
 from typing import Any
 
 from envs.runtime import scratch, untrusted_fs
-from envs.runtime.sandbox import BWRAP_ENV, isolation_argv, setenv_argv
+from envs.runtime.sandbox import BWRAP_ENV, Sandbox, launch_argv
 
 #: the socket's port number (only its file name: .s.PGSQL.5432; there is no TCP)
 PORT = 5432
@@ -77,21 +80,22 @@ def pg_version(bin_dir: Path) -> str:
     return words[-1].split(".")[0] if out.returncode == 0 and words else Path(bin_dir).parent.name
 
 
-def _argv(binds: list[Path], command: list[str], bin_dir: Path) -> list[str]:
-    """`command` in the PostgreSQL sandbox (module docstring), `binds` read-write at their own paths."""
+def _sandbox(binds: list[Path], bin_dir: Path, socket: tuple[Path, Path] | None = None) -> Sandbox:
+    """The PostgreSQL sandbox (module docstring): `binds` read-write at their own paths; `socket`:
+    (the episode's socket folder, its short alias) bound read-write at the alias."""
     bwrap = shutil.which("bwrap")
     if bwrap is None:
         raise RuntimeError("bubblewrap (bwrap) is not installed: run scripts/install.sh")
-    argv = isolation_argv(network=False, bwrap=bwrap)
+    box = Sandbox(bwrap=bwrap)
     for name in ("passwd", "group"):
-        argv += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
+        box.bind(f"/etc/{name}")
     for p in installation_folders(bin_dir):
-        argv += ["--ro-bind", str(p), str(p)]
+        box.bind(p)
     for p in binds:
-        argv += ["--bind", str(p), str(p)]
-    argv += ["--remount-ro", "/", *setenv_argv({"PATH": f"{bin_dir}:/usr/bin:/bin", "LANG": "C.UTF-8",
-                                                 "HOME": "/tmp"}), "--", *command]
-    return argv
+        box.bind(p, writable=True)
+    if socket is not None:
+        box.bind(socket[0], socket[1], writable=True)
+    return box.setenv({"PATH": f"{bin_dir}:/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": "/tmp"})
 
 
 @functools.lru_cache(maxsize=1)
@@ -99,6 +103,20 @@ def _socket_base() -> Path:
     """This process's folder of socket folders under SOCKET_BASE, reclaimed by the next process when
     this one is killed (envs/runtime/scratch.py): a killed env worker's servers leave none in /tmp."""
     return scratch.make("progagent-pg-", SOCKET_BASE)
+
+
+def _socket_alias(folder: Path) -> Path:
+    """A new short path under _socket_base() that is a link to `folder` (an episode's socket folder,
+    whose own path may pass a socket path's 107 bytes). The host connects through the link; inside
+    the sandboxes the folder is bound at the link's path (Sandbox.bind_named)."""
+    for _ in range(100):
+        alias = _socket_base() / f"s-{uuid.uuid4().hex[:8]}"
+        try:
+            alias.symlink_to(folder, target_is_directory=True)
+            return alias
+        except FileExistsError:
+            continue
+    raise RuntimeError(f"no free socket alias in {_socket_base()}")
 
 
 class BackupError(ValueError):
@@ -184,9 +202,10 @@ class MasterCluster:
             fcntl.flock(lock, fcntl.LOCK_EX)
             if not (master.data / "PG_VERSION").exists():
                 tmp = root / f".data-{uuid.uuid4().hex[:8]}"
-                out = subprocess.run(_argv([root], ["initdb", "-D", str(tmp), "-U", SUPERUSER, "--auth=trust",
-                                                    "-E", "UTF8", "--no-sync"], master.bin_dir),
-                                     capture_output=True, text=True, timeout=300, env=BWRAP_ENV)
+                with scratch.temporary("progagent-pg-init-") as launch:
+                    argv = launch_argv(_sandbox([root], master.bin_dir), ["initdb", "-D", str(tmp), "-U", SUPERUSER,
+                                       "--auth=trust", "-E", "UTF8", "--no-sync"], launch)
+                    out = subprocess.run(argv, capture_output=True, text=True, timeout=300, env=BWRAP_ENV)
                 if out.returncode != 0:
                     shutil.rmtree(tmp, ignore_errors=True)
                     raise RuntimeError(f"initdb failed (exit {out.returncode}): {out.stderr[-2000:]}")
@@ -218,11 +237,14 @@ class EpisodePostgres:
         if data is None:
             data = work / "data"
             shutil.copytree(master.data, data, symlinks=True)
-        sock = Path(tempfile.mkdtemp(prefix="s-", dir=_socket_base()))  # its own, short path (SOCKET_BASE)
-        binds = [work, sock] if data.is_relative_to(work) else [work, data, sock]
-        argv = _argv(binds, ["postgres", "-D", str(data), "-k", str(sock), "-p", str(PORT),
-                              "-c", "listen_addresses=", "-c", "fsync=off", "-c", "full_page_writes=off",
-                              "-c", "logging_collector=off"], master.bin_dir)
+        # the socket folder is the episode's own (work/sock: what its disk limit counts), reached by a
+        # short alias (SOCKET_BASE: a link the server cannot change, in a folder no sandbox writes)
+        (work / "sock").mkdir(mode=0o700)
+        sock = _socket_alias(work / "sock")
+        argv = launch_argv(_sandbox([data], master.bin_dir, (work / "sock", sock)),
+                           ["postgres", "-D", str(data), "-k", str(sock), "-p", str(PORT), "-c", "listen_addresses=",
+                            "-c", "fsync=off", "-c", "full_page_writes=off", "-c", "logging_collector=off"],
+                           work / "launch")
         box = limits.create(f"postgres-{uuid.uuid4().hex[:8]}", memory_bytes) if limits is not None else None
         log = untrusted_fs.open_log(work / "postgres.log")
         try:
@@ -231,7 +253,7 @@ class EpisodePostgres:
         except BaseException:
             if box is not None:
                 box.release()
-            shutil.rmtree(sock, ignore_errors=True)
+            sock.unlink(missing_ok=True)
             raise
         finally:
             log.close()
@@ -371,7 +393,7 @@ class EpisodePostgres:
                 self.proc.wait(10)
         if self.limits is not None:
             self.limits.release()
-        untrusted_fs.remove_tree(self.socket_dir)
+        self.socket_dir.unlink(missing_ok=True)  # the alias (a link); the folder is work/sock
         untrusted_fs.remove_tree(self.work)
 
     def __enter__(self) -> EpisodePostgres:

@@ -17,8 +17,9 @@ sandbox exists to prevent. So every such process sees
 - no network, a cleared environment (PATH = the benchmark's bin folder first), a private /tmp, and
   per-process limits (memory, processes, file size) from the runtime's limits backend.
 
-The argv is made with envs/runtime/sandbox.launch_argv (options passed by file descriptor, never
-visible to the sandboxed process).
+The sandbox is an envs/runtime/sandbox.Sandbox (its isolation, read-only root and system call
+filter are not options) started with launch_argv (options passed by file descriptor, never visible
+to the sandboxed process).
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from pathlib import Path
 
 import msgspec
 
-from envs.runtime.sandbox import BWRAP_ENV, isolation_argv, launch_argv, setenv_argv
+from envs.runtime.sandbox import BWRAP_ENV, Sandbox, launch_argv
 
 #: files a benchmark's programs write inside their own installation, in its lib/python3.*/ folder
 #: (excel-mcp-server logs next to its package): bound to /dev/null, so the installation stays
@@ -48,6 +49,8 @@ class Interpreter(msgspec.Struct, frozen=True):
     python: str
     prefix: str
     base_prefix: str
+    #: the prefix as `python` names it (its folder's folder, links not followed): bound there too
+    named_prefix: str = ""
 
     @property
     def bin_dir(self) -> Path:
@@ -73,40 +76,43 @@ def interpreter(python: str) -> Interpreter:
         raise ValueError(f"{python}: exit {out.returncode}: {out.stderr[-400:]}")
     prefix, base = json.loads(out.stdout)
     # the executable as given: a virtual environment's bin/python is a link into the base installation
-    return Interpreter(python=str(Path(python).absolute()), prefix=str(Path(prefix).resolve()),
-                       base_prefix=str(Path(base).resolve()))
+    named = Path(python).absolute()
+    return Interpreter(python=str(named), prefix=str(Path(prefix).resolve()),
+                       base_prefix=str(Path(base).resolve()), named_prefix=str(named.parent.parent))
 
 
 def sandbox_options(interp: Interpreter, *, read_only: Sequence[Path], writable: Sequence[Path], cwd: Path | str,
                     env: dict[str, str] | None = None, mounts: dict[str, Path] | None = None,
-                    network: bool = False) -> list[str]:
-    """bubblewrap options for one benchmark process (module docstring). Every path is bound at its
-    own (real) path; `cwd` must be one of them or under one. `mounts`: writable folders bound at
-    another path (a benchmark whose server configs name a fixed one: MCP-Atlas's /data). `network`:
-    the host's network (only for a judge that calls the user's LLM endpoint; never a server the model drives)."""
+                    network: bool = False) -> Sandbox:
+    """The sandbox of one benchmark process (module docstring). Every path is bound at its own real
+    path, and at the path it is named by when a link on the way differs (Sandbox.bind_named: a
+    `.venv` that is a link, a socket folder's short alias); `cwd` must be one of them or under one.
+    `mounts`: writable folders bound at another path (a benchmark whose server configs name a fixed
+    one: MCP-Atlas's /data). `network`: the host's network (only for a judge that calls the user's LLM
+    endpoint; never a server the model drives)."""
     bwrap = shutil.which("bwrap")
     if bwrap is None:
         raise RuntimeError("bubblewrap (bwrap) is not installed: run scripts/install.sh")
-    argv = isolation_argv(network=network, bwrap=bwrap)
+    box = Sandbox(network=network, bwrap=bwrap,
+                  chdir=str(cwd if str(cwd) in (mounts or {}) else Path(cwd).resolve()))
     for name in ETC_FILES:
         if os.path.exists(f"/etc/{name}"):
-            argv += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
+            box.bind(f"/etc/{name}")
     for root in interp.roots():
-        argv += ["--ro-bind", str(root), str(root)]
+        box.bind_named(root)
+    named = Path(interp.named_prefix or interp.prefix)
+    if named.resolve() == Path(interp.prefix) != named and not named.is_relative_to("/usr"):
+        box.bind_named(interp.named_prefix)  # the executable as named (`<checkout>/.venv/bin/python`, a link)
     for name in DISCARDED:
         for path in sorted(Path(interp.prefix).glob(f"lib/python3*/{name}")):
             if path.is_file() and not path.is_symlink():
-                argv += ["--dev-bind", "/dev/null", str(path)]
+                box.mount(path, "--dev-bind", "/dev/null", str(path))
     for p in read_only:
-        real = Path(p).resolve()
-        argv += ["--ro-bind", str(real), str(real)]
+        box.bind_named(p)
     for p in writable:
-        real = Path(p).resolve()
-        argv += ["--bind", str(real), str(real)]
+        box.bind_named(p, writable=True)
     for target, source in (mounts or {}).items():
-        argv += ["--bind", str(Path(source).resolve()), target]
-    # the tmpfs root read-only: a write outside the bound folders and /tmp fails, as in the kernel's sandbox
-    argv += ["--chdir", str(cwd if str(cwd) in (mounts or {}) else Path(cwd).resolve()), "--remount-ro", "/"]
+        box.bind(Path(source).resolve(), target, writable=True)
     base = {
         "HOME": "/tmp",
         "PATH": f"{interp.bin_dir}:/usr/local/bin:/usr/bin:/bin",
@@ -123,9 +129,9 @@ def sandbox_options(interp: Interpreter, *, read_only: Sequence[Path], writable:
         "UV_CACHE_DIR": "/tmp/.uv-cache",
         "UV_NO_CONFIG": "1",
     }
-    return argv + setenv_argv(base | (env or {}))
+    return box.setenv(base | (env or {}))
 
 
-def sandboxed(options: list[str], command: list[str], scratch: Path) -> list[str]:
-    """The argv that runs `command` with `options` (start it with env=BWRAP_ENV)."""
+def sandboxed(options: Sandbox, command: list[str], scratch: Path) -> list[str]:
+    """The argv that runs `command` in the sandbox `options` (start it with env=BWRAP_ENV)."""
     return launch_argv(options, command, scratch)

@@ -58,7 +58,7 @@ from typing import Any
 from envs.format.library import Task, TaskLoadError
 from envs.runtime import untrusted_fs
 from envs.runtime.limits import LimitBackend, SandboxLimits
-from envs.runtime.sandbox import BWRAP_ENV, TASK_CODE, isolation_argv, launch_argv, python_binds, setenv_argv
+from envs.runtime.sandbox import BWRAP_ENV, TASK_CODE, Sandbox, launch_argv
 from envs.runtime.scratch import temporary as temporary_folder
 from envs.taskkit import Env
 
@@ -120,17 +120,16 @@ def bwrap_works() -> bool:
 def sandbox_argv(ro: list[tuple[Path, str]], rw: list[tuple[Path, str]], scratch: Path) -> list[str]:
     """bubblewrap for one child: the kernel sandbox's flags, the Python installation, `ro` and `rw` binds
     (started through `launch_argv`, its options in `scratch`)."""
-    argv = isolation_argv(bwrap=shutil.which("bwrap") or "bwrap") + python_binds()
+    box = Sandbox(chdir="/tmp").with_python()
     for rel, src in SOURCES.items():
-        argv += ["--ro-bind", str(src), f"{IN_CODE}/{rel}"]
+        box.bind(src, f"{IN_CODE}/{rel}")
     for host, inside in ro:
-        argv += ["--ro-bind", str(host), inside]
+        box.bind(host, inside)
     for host, inside in rw:
-        argv += ["--bind", str(host), inside]
-    argv += ["--chdir", "/tmp", "--remount-ro", "/"]
+        box.bind(host, inside, writable=True)
     env = {"HOME": "/tmp", "PATH": f"{Path(sys.prefix) / 'bin'}:/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8",
            "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1", "USER": "sandbox"}
-    return launch_argv(argv + setenv_argv(env), [sys.executable, f"{IN_CODE}/task_child.py"], scratch)
+    return launch_argv(box.setenv(env), [sys.executable, f"{IN_CODE}/task_child.py"], scratch)
 
 
 class CodeRunner:

@@ -50,7 +50,7 @@ from envs.episode_env import MAX_STATE_BYTES, EnvLimits, OneStep, restore, snaps
 from envs.format.kind import TaskRef
 from envs.format.library import Task, copy_environment
 from envs.runtime import scratch
-from envs.runtime.sandbox import TASK_CODE, isolation_argv, launch_argv, python_binds, setenv_argv
+from envs.runtime.sandbox import TASK_CODE, Sandbox, launch_argv
 from schema.records import Verdict
 
 if TYPE_CHECKING:
@@ -147,16 +147,16 @@ def sandboxed_server_argv(task: Task, env_root: Path, module: str = "envs.format
     outside it: `env_root` is bound into the sandbox)."""
     folder = Path(task.dir).resolve()
     task_dir = f"{IN_TASK}/{folder.name}"  # the folder keeps its name: load_task checks it against the id
-    argv = isolation_argv(bwrap=shutil.which("bwrap") or "bwrap") + python_binds()
+    box = Sandbox(chdir="/tmp").with_python()
     for rel, src in SERVER_CODE.items():
-        argv += ["--ro-bind", str(src), f"{IN_CODE}/{rel}"]
+        box.bind(src, f"{IN_CODE}/{rel}")
     for name in SERVED_FILES:
-        argv += ["--ro-bind", str(folder / name), f"{task_dir}/{name}"]
-    argv += ["--bind", str(Path(env_root).resolve()), IN_ENV, "--chdir", "/tmp", "--remount-ro", "/"]
-    argv += setenv_argv({"HOME": "/tmp", "PATH": f"{Path(sys.prefix) / 'bin'}:/usr/local/bin:/usr/bin:/bin",
+        box.bind(folder / name, f"{task_dir}/{name}")
+    box.bind(Path(env_root).resolve(), IN_ENV, writable=True)
+    box.setenv({"HOME": "/tmp", "PATH": f"{Path(sys.prefix) / 'bin'}:/usr/local/bin:/usr/bin:/bin",
                          "LANG": "C.UTF-8", "PYTHONPATH": IN_CODE, "PYTHONDONTWRITEBYTECODE": "1",
                          "PYTHONUNBUFFERED": "1", "USER": "sandbox"})
-    return launch_argv(argv, [sys.executable, "-m", module, "--task", task_dir, "--root", IN_ENV],
+    return launch_argv(box, [sys.executable, "-m", module, "--task", task_dir, "--root", IN_ENV],
                        Path(env_root).resolve().parent / "sandbox")
 
 

@@ -61,11 +61,14 @@ import sys
 import tomllib
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from envs.runtime import untrusted_fs
+
+if TYPE_CHECKING:
+    from envs.runtime.sandbox import Sandbox
 
 DEFAULT_ANSWER_PATH = "/app/answer.txt"
 DEFAULT_MEMORY_MB = 2048
@@ -436,7 +439,7 @@ class HarborTask:
         return env
 
     def container_argv(self, tree: Path, *, binds: Sequence[tuple[Path, str]] = (), env: dict[str, str] | None = None,
-                       network: bool | None = None) -> list[str]:
+                       network: bool | None = None) -> Sandbox:
         """bubblewrap options that give a process this task's container view of `tree` (to start with
         envs/runtime/sandbox.launch_argv and a command).
 
@@ -444,25 +447,25 @@ class HarborTask:
         internet; host /usr, a few /etc files and this project's Python read-only; the tree's mount
         points and `binds` (host folder, container path) read-write; a private /tmp; cwd = WORKDIR.
         """
-        from envs.runtime.sandbox import isolation_argv, python_binds
+        from envs.runtime.sandbox import Sandbox
 
         bwrap = shutil.which("bwrap")
         if bwrap is None:
             raise RuntimeError("bubblewrap (bwrap) is not installed: run scripts/install.sh")
         network = self.config.network if network is None else network
-        argv = isolation_argv(uid=0, hostname="harbor", network=network, disable_userns=False, bwrap=bwrap)
-        argv += ["--dir", "/root"]
+        # the container's root is the task's to write (as a Docker image's is): writable_root
+        box = Sandbox(uid=0, hostname="harbor", network=network, nested_userns=True, writable_root=True, bwrap=bwrap,
+                      chdir=self.workdir)
+        box.mount("/root", "--dir", "/root")
         for name in ETC_FILES:
             if os.path.exists(f"/etc/{name}"):
-                argv += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
-        argv += python_binds()
+                box.bind(f"/etc/{name}")
+        box.with_python()
         for m in self.mounts:
-            argv += ["--bind", str(self.host_path(tree, m)), m]
+            box.bind(self.host_path(tree, m), m, writable=True)
         for host, inside in binds:
-            argv += ["--bind", str(host), inside]
-        for key, value in (env if env is not None else self.base_env()).items():
-            argv += ["--setenv", key, value]
-        return argv + ["--chdir", self.workdir]
+            box.bind(host, inside, writable=True)
+        return box.setenv(env if env is not None else self.base_env())
 
 
 def passed_env() -> dict[str, str]:

@@ -14,9 +14,10 @@ Inside the sandbox the filesystem is a fresh tmpfs root holding only:
 Every namespace is unshared (no network: only `lo`), all capabilities dropped, the environment
 cleared, a new session (no terminal signals), and the sandbox dies with its parent.
 
-The common part is shared by every bubblewrap sandbox of the project: `isolation_argv` (those flags
-and the fresh root with /usr, /proc, /dev, /tmp) and `python_binds` (the Python installation with
-task library folders hidden) are also used by the task code child (envs/format/code_runner.py), the
+Every bubblewrap sandbox of the project is a `Sandbox` (the only builder: isolation, the fresh root
+with /usr, /proc, /dev, /tmp, the read-only root and the system call filter are not options) started
+through `launch_argv`; `python_binds` (the Python installation with task library folders hidden) is
+also used by the task code child (envs/format/code_runner.py), the
 sandboxed task MCP server (envs/format/task_env.py) and Harbor's container view (envs/harbor/task.py).
 `TASK_CODE` is what a task folder's code imports from the repository (bound file by file).
 
@@ -31,6 +32,7 @@ environment), and its options (host paths, cgroup paths) go through a file read 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import fcntl
 import functools
 import os
@@ -66,15 +68,18 @@ _LAUNCH = ('exec 3<"$1" 4<"$2" && shift 2 && exec /usr/bin/env -i '
 FIRST_HELD_FD = 10
 
 
-def launch_argv(options: list[str], command: list[str], scratch: str | Path) -> list[str]:
-    """The argv that runs `command` in the bubblewrap sandbox `options` (bwrap's path first, as
-    `isolation_argv` starts it) with those options hidden from the sandbox (module docstring) and the
-    system call filter loaded. The options are written NUL-separated to a 0600 file in `scratch`, a
-    host folder that outlives every start of this argv (a restarted server is started with the same
-    argv) and is never bound into a sandbox; start it with `env=BWRAP_ENV` (and `pass_fds` = the
-    descriptors of any folder it binds by descriptor: HeldFolders.fds)."""
+def launch_argv(sandbox: Sandbox, command: list[str], scratch: str | Path) -> list[str]:
+    """The argv that runs `command` in `sandbox` (its options hidden from the sandbox: module
+    docstring) with the system call filter loaded. Only a `Sandbox` is accepted, so no sandbox of the
+    project starts without its isolation, its read-only root and the filter. The options are written
+    NUL-separated to a 0600 file in `scratch`, a host folder that outlives every start of this argv (a
+    restarted server is started with the same argv) and is never bound into a sandbox; start it with
+    `env=BWRAP_ENV` (and `pass_fds` = the descriptors of any folder it binds by descriptor: HeldFolders.fds)."""
     from envs.runtime import seccomp
 
+    if not isinstance(sandbox, Sandbox):
+        raise TypeError("launch_argv takes a Sandbox: every sandbox is built by envs/runtime/sandbox.Sandbox")
+    options = sandbox.options()
     scratch = Path(scratch)
     scratch.mkdir(parents=True, exist_ok=True)
     args_file = scratch / f"bwrap-{secrets.token_hex(6)}.args"
@@ -123,20 +128,19 @@ def hidden_paths(binds: list[Path]) -> list[Path]:
 TMP_BYTES = 512 * 2**20
 
 
-def isolation_argv(*, uid: int = 1000, hostname: str = "sandbox", network: bool = False,
-                   disable_userns: bool = True, bwrap: str = "bwrap") -> list[str]:
-    """The start of every bubblewrap command line here: isolation and a fresh root (binds follow).
+def _isolation_argv(*, uid: int, hostname: str, network: bool, nested_userns: bool, bwrap: str) -> list[str]:
+    """The start of every bubblewrap command line here (Sandbox.options): isolation and a fresh root.
 
     Every namespace unshared (`network`: all but the network's), the sandbox's processes in a new
     session, killed with their parent, without capabilities, in a cleared environment, as `uid`
-    (its own user namespace; `disable_userns`: no nested ones); the root a tmpfs with /usr
+    (its own user namespace; no nested ones unless `nested_userns`); the root a tmpfs with /usr
     read-only (/bin, /lib, /lib64, /sbin the usual symlinks), a private /proc, /dev and a /tmp of
     TMP_BYTES (sized: where there are no cgroups, nothing else would bound its memory).
     """
     return [
         bwrap,
         "--unshare-all", *(["--share-net"] if network else []), "--unshare-user",
-        *(["--disable-userns"] if disable_userns else []),
+        *([] if nested_userns else ["--disable-userns"]),
         "--die-with-parent", "--new-session", "--cap-drop", "ALL", "--clearenv",
         "--uid", str(uid), "--gid", str(uid), "--hostname", hostname,
         "--ro-bind", "/usr", "/usr",
@@ -144,6 +148,113 @@ def isolation_argv(*, uid: int = 1000, hostname: str = "sandbox", network: bool 
         "--symlink", "usr/lib64", "/lib64", "--symlink", "usr/sbin", "/sbin",
         "--proc", "/proc", "--dev", "/dev", "--size", str(TMP_BYTES), "--tmpfs", "/tmp",
     ]
+
+
+#: where no mount may go: the sandbox's own layout made by _isolation_argv (a mount over one would
+#: replace /usr, /proc, /dev or the capped /tmp with a host folder)
+_LAYOUT = ("/", "/usr", "/bin", "/lib", "/lib64", "/sbin", "/proc", "/dev", "/tmp")
+#: the size of the read-only tmpfs that holds the folders leading to a bind under /tmp
+SKELETON_BYTES = 64 * 2**10
+
+
+@dataclasses.dataclass
+class Sandbox:
+    """One bubblewrap sandbox, the only way this project builds one: callers add mounts, environment
+    and a working folder; `launch_argv(sandbox, command, scratch)` is its command line.
+
+    What every sandbox has, whatever its caller forgets (the layers are not options):
+    - the isolation of `_isolation_argv` (namespaces, no capabilities, cleared environment, private
+      /proc, /dev and a /tmp of TMP_BYTES),
+    - the root read-only once everything is mounted (`writable_root` only for Harbor's container,
+      whose image root is the task's to write, as in Docker),
+    - the system call filter of envs/runtime/seccomp.py (launch_argv: inotify and fanotify instances
+      and kernel keyrings are the host user's, so they are refused),
+    - mounts applied parents first (by the depth of their path in the sandbox, in order otherwise),
+      so a folder bound inside another is never hidden by it, whatever order the caller added them,
+    - a host path under /tmp appears exactly as bound: bubblewrap makes the folders leading to such a
+      mount point in the private /tmp, where the sandbox could write them (a write to
+      `<checkout>/x` of a checkout under /tmp succeeded in the sandbox instead of failing); each
+      first folder under /tmp that leads to a mount is a small tmpfs made read-only after the mounts.
+    """
+
+    uid: int = 1000
+    hostname: str = "sandbox"
+    network: bool = False
+    nested_userns: bool = False
+    writable_root: bool = False
+    env: dict[str, str] = dataclasses.field(default_factory=dict)
+    chdir: str | None = None
+    bwrap: str = ""
+    #: (target in the sandbox, bubblewrap's tokens, whether it is a named path's alias: bind_named)
+    _mounts: list[tuple[str, list[str], bool]] = dataclasses.field(default_factory=list)
+
+    def mount(self, dest: str | Path, *tokens: str, alias: bool = False) -> Sandbox:
+        """A raw mount option whose target is `dest` (`--tmpfs D`, `--dir D`, `--ro-bind-fd N D`...)."""
+        dest = os.path.normpath(str(dest))
+        if not dest.startswith("/") or dest in _LAYOUT or (dest.startswith(("/proc/", "/dev/", "/usr/"))):
+            raise ValueError(f"{dest}: not a place for a mount (the sandbox's own layout)")
+        self._mounts.append((dest, list(tokens), alias))
+        return self
+
+    def bind(self, source: str | Path, dest: str | Path | None = None, *, writable: bool = False) -> Sandbox:
+        """`source` (a host folder or file) at `dest` (default: its own path), read-only unless `writable`."""
+        dest = source if dest is None else dest
+        return self.mount(dest, "--bind" if writable else "--ro-bind", str(source), os.path.normpath(str(dest)))
+
+    def bind_named(self, path: str | Path, *, writable: bool = False) -> Sandbox:
+        """`path` bound at its real path and, when a link on the way makes its named path another one
+        (`.venv -> /data/venvs/pa`, a checkout reached through a link), at the named path too, so that
+        a path means the same inside as on the host. The named path is left out when it lies inside
+        another mount: that folder's own link is there, and leads to the real path, bound."""
+        named = Path(os.path.abspath(path))
+        real = named.resolve()
+        self.bind(real, real, writable=writable)
+        if named != real:
+            self.mount(named, "--bind" if writable else "--ro-bind", str(real), str(named), alias=True)
+        return self
+
+    def with_python(self) -> Sandbox:
+        """This process's Python installation (python_binds: task library folders hidden)."""
+        tokens = python_binds()
+        i = 0
+        while i < len(tokens):
+            if tokens[i] == "--tmpfs":
+                self.mount(tokens[i + 1], "--tmpfs", tokens[i + 1])
+                i += 2
+            else:
+                self.mount(tokens[i + 2], *tokens[i:i + 3])
+                i += 3
+        return self
+
+    def setenv(self, env: dict[str, str]) -> Sandbox:
+        self.env.update(env)
+        return self
+
+    def dests(self) -> list[str]:
+        """The targets of the mounts this sandbox makes (aliases inside another mount left out)."""
+        plain = [dest for dest, _, alias in self._mounts if not alias]
+        return [dest for dest, _, alias in self._mounts
+                if not alias or not any(Path(dest).is_relative_to(p) for p in plain)]
+
+    def options(self) -> list[str]:
+        """bubblewrap's options (bwrap's path first), the layers of the class docstring included."""
+        dests = set(self.dests())
+        kept = [(dest, tokens) for dest, tokens, alias in self._mounts if not alias or dest in dests]
+        ordered = sorted(kept, key=lambda m: len(Path(m[0]).parts))  # stable: same depth keeps order
+        skeletons = sorted({"/tmp/" + Path(d).parts[2] for d in dests if d.startswith("/tmp/")} - dests)
+        argv = _isolation_argv(uid=self.uid, hostname=self.hostname, network=self.network,
+                               nested_userns=self.nested_userns, bwrap=self.bwrap or shutil.which("bwrap") or "bwrap")
+        for top in skeletons:
+            argv += ["--size", str(SKELETON_BYTES), "--tmpfs", top]
+        for _, tokens in ordered:
+            argv += tokens
+        for top in skeletons:
+            argv += ["--remount-ro", top]
+        if self.chdir is not None:
+            argv += ["--chdir", self.chdir]
+        if not self.writable_root:
+            argv += ["--remount-ro", "/"]
+        return argv + setenv_argv(self.env)
 
 
 def python_binds() -> list[str]:
@@ -318,21 +429,15 @@ class FdBinds:
 
 
 def bwrap_argv(kernel_dir: Path, tools_dir: Path, workspace_fd: int, fd_binds: FdBinds,
-               extra_env: dict[str, str] | None = None, binds: Sequence[tuple[int, Path, bool]] = ()) -> list[str]:
+               extra_env: dict[str, str] | None = None, binds: Sequence[tuple[int, Path, bool]] = ()) -> Sandbox:
     """The kernel's sandbox (module docstring): `workspace_fd` and each bind (held descriptor, path,
     writable) are held folders (HeldFolders), bound by descriptor through `fd_binds`."""
-    argv = isolation_argv() + python_binds()
+    box = Sandbox(chdir=IN_WORKSPACE).with_python()
     for fd, path, writable in binds:
-        argv += fd_binds.bind(fd, path, writable)
-    argv += [
-        "--ro-bind", str(SHIM_DIR), IN_SHIM_DIR,
-        "--bind", str(kernel_dir), IN_KERNEL_DIR,
-        "--ro-bind", str(tools_dir), IN_TOOLS_DIR,
-        *fd_binds.bind(workspace_fd, IN_WORKSPACE, True),
-        "--chdir", IN_WORKSPACE,
-        "--remount-ro", "/",  # the tmpfs root itself: nothing outside /workspace and /tmp is writable
-    ]
-    env = {
+        box.mount(path, *fd_binds.bind(fd, path, writable))
+    box.bind(SHIM_DIR, IN_SHIM_DIR).bind(kernel_dir, IN_KERNEL_DIR, writable=True).bind(tools_dir, IN_TOOLS_DIR)
+    box.mount(IN_WORKSPACE, *fd_binds.bind(workspace_fd, IN_WORKSPACE, True))
+    return box.setenv({
         "HOME": "/tmp",
         "PATH": f"{Path(sys.prefix) / 'bin'}:/usr/local/bin:/usr/bin:/bin",
         "LANG": "C.UTF-8",
@@ -343,8 +448,7 @@ def bwrap_argv(kernel_dir: Path, tools_dir: Path, workspace_fd: int, fd_binds: F
         "MPLBACKEND": "Agg",
         "USER": "sandbox",
         **(extra_env or {}),
-    }
-    return argv + setenv_argv(env)
+    })
 
 
 def kernel_argv(connection_file: str) -> list[str]:
