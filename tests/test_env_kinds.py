@@ -15,6 +15,7 @@ from collections import Counter
 from pathlib import Path
 
 import msgspec
+import msgspec.inspect
 import pytest
 
 from envs.episode_env import EnvLimits, OneStep, restore, snapshot
@@ -269,6 +270,22 @@ def test_every_kind_module_of_the_project_is_listed():
             found.add(".".join(path.relative_to(ROOT).with_suffix("").parts))
     assert found == set(OWN_KINDS)
     assert {type(k).__module__ for k in kinds().values() if type(k).__module__.startswith("envs.")} == found
+
+
+def test_every_shipped_reference_type_decodes_and_an_atlas_reference_round_trips_through_plain_data():
+    """A reference travels as plain data (a dataset row: envs.kinds.ref_document): every annotation of
+    a shipped reference type resolves at run time, not only for a type checker."""
+    for kind in kinds().values():
+        if type(kind).__module__.startswith("envs."):
+            msgspec.inspect.type_info(kind.ref_type)  # NameError when an annotation names what is not imported
+    from envs.benchmarks.atlas.checkout import AtlasTask
+    from envs.benchmarks.atlas.kind import AtlasRef
+    from envs.kinds import ref_document, ref_from_document
+
+    ref = AtlasRef(checkout="/co", task=AtlasTask("t1", "Sum the sales.", ("calculator_add",), "[]", ("calculator",)),
+                   python="/py", node_dir="/node", judge_base_url="http://127.0.0.1:9", judge_model="m")
+    assert msgspec.convert(msgspec.to_builtins(ref), AtlasRef) == ref
+    assert ref_from_document(json.loads(json.dumps(ref_document(ref)))) == ref
 
 
 class _Untagged(EnvRef, frozen=True):
