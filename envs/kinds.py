@@ -169,7 +169,8 @@ def _discover() -> None:
     for ep in entry_points(group=ENTRY_POINTS):
         try:
             ep.load()
-        except Exception as exc:  # noqa: BLE001 - a broken plug-in must not hide the others
+        except (Exception, SystemExit) as exc:  # noqa: BLE001 - a broken plug-in (one that calls sys.exit too)
+            # must not hide the others nor end the process; KeyboardInterrupt still stops it
             log.warning("environment kind plug-in %s failed to load: %s", ep.value, exc)
 
 

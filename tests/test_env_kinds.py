@@ -239,21 +239,26 @@ def test_a_kind_py_in_task_data_under_envs_is_never_imported(tmp_path):
     assert set(json.loads(done.stdout.splitlines()[-1])) == SHIPPED
 
 
-def test_an_installed_kind_that_raises_is_logged_and_the_others_are_found(tmp_path):
+def test_an_installed_kind_that_raises_or_exits_is_logged_and_the_others_are_found(tmp_path):
     """An entry point of the group progagent.env_kinds is imported (the operator installed it); one
-    that raises when imported is a warning naming it, never the end of discovery."""
+    that raises, or calls sys.exit, when imported is a warning naming it, never the end of discovery
+    or of the process: the plug-ins after it and the project's own kinds are still found."""
     def plant(root: Path, marker: Path) -> None:
         site = tmp_path / "site"
-        (site / "broken_kind_plugin-0.1.dist-info").mkdir(parents=True)
-        (site / "broken_kind_plugin-0.1.dist-info" / "METADATA").write_text(
-            "Metadata-Version: 2.1\nName: broken-kind-plugin\nVersion: 0.1\n")
-        (site / "broken_kind_plugin-0.1.dist-info" / "entry_points.txt").write_text(
-            "[progagent.env_kinds]\nbroken = broken_kind_plugin\n")
-        (site / "broken_kind_plugin.py").write_text(_payload(marker) + "raise RuntimeError('plug-in broke')\n")
+        (site / "kind_plugins-0.1.dist-info").mkdir(parents=True)
+        (site / "kind_plugins-0.1.dist-info" / "METADATA").write_text(
+            "Metadata-Version: 2.1\nName: kind-plugins\nVersion: 0.1\n")
+        (site / "kind_plugins-0.1.dist-info" / "entry_points.txt").write_text(
+            "[progagent.env_kinds]\nbroken = broken_plugin\nexits = exiting_plugin\nfine = fine_plugin\n")
+        (site / "broken_plugin.py").write_text(_payload(marker) + "raise RuntimeError('plug-in broke')\n")
+        (site / "exiting_plugin.py").write_text(_payload(marker) + "raise SystemExit('plug-in exits')\n")
+        (site / "fine_plugin.py").write_text(_payload(marker))
 
     done, marker = _discover_in_copy(tmp_path, plant)
-    assert marker.read_text() == "broken_kind_plugin\n"  # installed code is what the operator chose
-    assert "broken_kind_plugin failed to load: plug-in broke" in done.stderr
+    # installed code is what the operator chose: each is imported, in the order the package lists them
+    assert marker.read_text().split() == ["broken_plugin", "exiting_plugin", "fine_plugin"]
+    assert "broken_plugin failed to load: plug-in broke" in done.stderr
+    assert "exiting_plugin failed to load: plug-in exits" in done.stderr
     assert set(json.loads(done.stdout.splitlines()[-1])) == SHIPPED
 
 
