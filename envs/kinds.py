@@ -1,7 +1,7 @@
 """Environment kinds register themselves here: the one place a driver, an env worker or a judge finds
 how to list and open an environment of any kind.
 
-    from envs.kinds import EnvKind, register        # a kind's own module (envs/<pkg>/kind.py)
+    from envs.kinds import EnvKind, register        # a kind's own module (listed in OWN_KINDS)
     register(MyKind())                              # name, ref_type, args_type, refs(), load()
     env = load_env(ref)                             # any process: the kind of type(ref) opens it
 
@@ -12,9 +12,11 @@ scales (`refs`) and how it opens one (`load`). Adding a kind touches only that k
 here, in `schema/` or in `launch/` names a kind.
 
 How a process finds a kind (`kind_named`, `kind_of`): one registered in this process (`register`,
-e.g. by a test or a notebook); one of this checkout's own (a module named `kind.py` anywhere under
-`envs/`, imported on first use); one an installed package declares under the entry-point group
-`progagent.env_kinds` (its module registers when imported). An env worker or a judge is sent the
+e.g. by a test or a notebook); one of this checkout's own (the modules listed in `OWN_KINDS`, imported
+on first use); one an installed package declares under the entry-point group `progagent.env_kinds`
+(its module registers when imported). Only code the operator installed is imported: folders are
+never walked for kind modules, because task data lives under `envs/` too (a Harbor task folder, a
+benchmark's files) and a third party's `kind.py` there must stay data. An env worker or a judge is sent the
 reference, and unpickling it imports the module that defines its struct - the kind's own module,
 which registers it there too. So a kind's reference struct and its `register` call live in one
 module, which imports neither Ray nor torch nor the kind's episode code (its `load` imports that):
@@ -35,7 +37,6 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 import msgspec
@@ -52,6 +53,16 @@ RefT = TypeVar("RefT", bound=EnvRef)
 ArgsT = TypeVar("ArgsT", bound=msgspec.Struct)
 #: the entry-point group through which an installed package adds kinds
 ENTRY_POINTS = "progagent.env_kinds"
+#: the project's own kind modules, listed: never found by walking folders (module docstring)
+OWN_KINDS = (
+    "envs.format.kind",
+    "envs.harbor.kind",
+    "envs.benchmarks.atlas.kind",
+    "envs.benchmarks.loca.kind",
+    "envs.benchmarks.mcpmark.kind",
+    "envs.benchmarks.mcpmark.postgres.kind",
+    "envs.benchmarks.toolathlon.kind",
+)
 _NAME = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
 
 
@@ -148,19 +159,18 @@ def unregister(name: str) -> None:
 
 
 def _discover() -> None:
-    """Import this checkout's kinds (envs/**/kind.py) and the installed packages' (entry points), once."""
+    """Import the project's kinds (OWN_KINDS) and the installed packages' (entry points), once."""
     global _discovered
     if _discovered:
         return
     _discovered = True
-    root = Path(__file__).resolve().parent
-    for path in sorted(root.rglob("kind.py")):
-        rel = path.relative_to(root.parent).with_suffix("")
-        importlib.import_module(".".join(rel.parts))
+    for module in OWN_KINDS:
+        importlib.import_module(module)
     for ep in entry_points(group=ENTRY_POINTS):
         try:
             ep.load()
-        except Exception as exc:  # noqa: BLE001 - a broken plug-in must not hide the others
+        except (Exception, SystemExit) as exc:  # noqa: BLE001 - a broken plug-in (one that calls sys.exit too)
+            # must not hide the others nor end the process; KeyboardInterrupt still stops it
             log.warning("environment kind plug-in %s failed to load: %s", ep.value, exc)
 
 

@@ -7,10 +7,15 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import shutil
+import subprocess
+import sys
 from collections import Counter
 from pathlib import Path
 
 import msgspec
+import msgspec.inspect
 import pytest
 
 from envs.episode_env import EnvLimits, OneStep, restore, snapshot
@@ -19,6 +24,7 @@ from envs.sources import check_trainable, resolve_sources
 from schema.config import SourceSpec
 from schema.load import ConfigError, load_config
 from schema.records import EnvRef, Verdict
+from tests.conftest import ROOT
 
 # ---------------------------------------------------------------- the toy kind: one task, one tool
 
@@ -188,6 +194,103 @@ def test_the_registry_finds_every_kind_of_the_checkout_and_opens_a_reference_by_
         "added_with_the_tool": False, "answer": True}
     with pytest.raises(ConfigError, match=r"envs.x.kind: no environment kind 'nope' \(known: .*harbor.*library"):
         kind_named("nope", "envs.x.kind")
+
+
+#: the kinds this checkout ships (envs.kinds.OWN_KINDS lists their modules)
+SHIPPED = {"library", "harbor", "loca", "toolathlon", "mcpmark", "mcpmark_postgres", "mcp_atlas"}
+
+
+def _discover_in_copy(tmp_path: Path, plant) -> tuple[subprocess.CompletedProcess, Path]:
+    """Discovery run in a fresh interpreter on a copy of the project's `envs` and `schema` in which
+    `plant(root, marker)` put what it likes; the marker file exists when any planted code ran."""
+    root = tmp_path / "copy"
+    for package in ("envs", "schema"):
+        shutil.copytree(ROOT / package, root / package, ignore=shutil.ignore_patterns("__pycache__"))
+    marker = tmp_path / "planted-code-ran"
+    plant(root, marker)
+    code = "import json; from envs.kinds import kinds; print(json.dumps(sorted(kinds())))"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), str(tmp_path / "site")])}
+    done = subprocess.run([sys.executable, "-c", code], cwd=root, env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    return done, marker
+
+
+def _payload(marker: Path) -> str:
+    return f"open({str(marker)!r}, 'a').write(__name__ + '\\n')\n"
+
+
+def test_a_kind_py_in_task_data_under_envs_is_never_imported(tmp_path):
+    """Kinds come from code the operator installed: the project's own listed modules and entry points.
+    A Harbor task folder kept under envs/ (third-party data) holding a `kind.py`, directly or through
+    a linked folder, is never imported; every shipped kind is still found."""
+    def plant(root: Path, marker: Path) -> None:
+        for where in ("starter_harbor/warehouse-restock/tests", "starter_harbor/third-party-task/environment",
+                      "tasks/clinics_claim_denials"):
+            (root / "envs" / where).mkdir(parents=True, exist_ok=True)
+            (root / "envs" / where / "kind.py").write_text(_payload(marker))
+        outside = root.parent / "outside"
+        outside.mkdir()
+        (outside / "kind.py").write_text(_payload(marker))
+        (root / "envs" / "starter_harbor" / "linked-task").symlink_to(outside, target_is_directory=True)
+
+    done, marker = _discover_in_copy(tmp_path, plant)
+    assert not marker.exists(), f"task data was imported as a kind: {marker.read_text()}"
+    assert set(json.loads(done.stdout.splitlines()[-1])) == SHIPPED
+
+
+def test_an_installed_kind_that_raises_or_exits_is_logged_and_the_others_are_found(tmp_path):
+    """An entry point of the group progagent.env_kinds is imported (the operator installed it); one
+    that raises, or calls sys.exit, when imported is a warning naming it, never the end of discovery
+    or of the process: the plug-ins after it and the project's own kinds are still found."""
+    def plant(root: Path, marker: Path) -> None:
+        site = tmp_path / "site"
+        (site / "kind_plugins-0.1.dist-info").mkdir(parents=True)
+        (site / "kind_plugins-0.1.dist-info" / "METADATA").write_text(
+            "Metadata-Version: 2.1\nName: kind-plugins\nVersion: 0.1\n")
+        (site / "kind_plugins-0.1.dist-info" / "entry_points.txt").write_text(
+            "[progagent.env_kinds]\nbroken = broken_plugin\nexits = exiting_plugin\nfine = fine_plugin\n")
+        (site / "broken_plugin.py").write_text(_payload(marker) + "raise RuntimeError('plug-in broke')\n")
+        (site / "exiting_plugin.py").write_text(_payload(marker) + "raise SystemExit('plug-in exits')\n")
+        (site / "fine_plugin.py").write_text(_payload(marker))
+
+    done, marker = _discover_in_copy(tmp_path, plant)
+    # installed code is what the operator chose: each is imported, in the order the package lists them
+    assert marker.read_text().split() == ["broken_plugin", "exiting_plugin", "fine_plugin"]
+    assert "broken_plugin failed to load: plug-in broke" in done.stderr
+    assert "exiting_plugin failed to load: plug-in exits" in done.stderr
+    assert set(json.loads(done.stdout.splitlines()[-1])) == SHIPPED
+
+
+def test_every_kind_module_of_the_project_is_listed():
+    """OWN_KINDS is the whole of the project's kinds: each `kind.py` of a Python package under envs/
+    (folders with __init__.py; task data folders have none) is listed, and each registers its kind."""
+    from envs.kinds import OWN_KINDS
+
+    envs_dir = ROOT / "envs"
+    found = set()
+    for path in envs_dir.rglob("kind.py"):
+        folders = path.relative_to(ROOT).parents
+        if all((ROOT / f / "__init__.py").is_file() for f in folders if f != Path(".")):
+            found.add(".".join(path.relative_to(ROOT).with_suffix("").parts))
+    assert found == set(OWN_KINDS)
+    assert {type(k).__module__ for k in kinds().values() if type(k).__module__.startswith("envs.")} == found
+
+
+def test_every_shipped_reference_type_decodes_and_an_atlas_reference_round_trips_through_plain_data():
+    """A reference travels as plain data (a dataset row: envs.kinds.ref_document): every annotation of
+    a shipped reference type resolves at run time, not only for a type checker."""
+    for kind in kinds().values():
+        if type(kind).__module__.startswith("envs."):
+            msgspec.inspect.type_info(kind.ref_type)  # NameError when an annotation names what is not imported
+    from envs.benchmarks.atlas.checkout import AtlasTask
+    from envs.benchmarks.atlas.kind import AtlasRef
+    from envs.kinds import ref_document, ref_from_document
+
+    ref = AtlasRef(checkout="/co", task=AtlasTask("t1", "Sum the sales.", ("calculator_add",), "[]", ("calculator",)),
+                   python="/py", node_dir="/node", judge_base_url="http://127.0.0.1:9", judge_model="m")
+    assert msgspec.convert(msgspec.to_builtins(ref), AtlasRef) == ref
+    assert ref_from_document(json.loads(json.dumps(ref_document(ref)))) == ref
 
 
 class _Untagged(EnvRef, frozen=True):

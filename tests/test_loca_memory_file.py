@@ -33,6 +33,33 @@ def test_a_pretty_printed_graph_becomes_json_lines_and_other_files_stay(tmp_path
     assert not as_json_lines(tmp_path, "link.json") and secret.read_text() == PRETTY
 
 
+
+HOSTILE = {
+    "deep_array": "[" * 100_000 + "]" * 100_000,  # one line, valid JSON, deeper than any recursion limit
+    "deep_unclosed": "[" * 100_000,
+    "deep_in_a_pretty_graph": PRETTY.replace('"Major: Computer Science"', "[" * 50_000 + "1" + "]" * 50_000),
+    "deep_objects": '{"a":\n' * 50_000 + "1" + "}" * 50_000,
+    "lone_surrogate": PRETTY.replace("Major: Computer Science", "\\ud800"),  # valid JSON, not encodable as UTF-8
+    "lone_surrogate_key": PRETTY.replace('"name"', '"\\udfff"'),
+    "huge_number": PRETTY.replace('"Person"', "1" + "0" * 100_000),
+    "too_large": PRETTY + " " * (2 << 20) + PRETTY,  # 2 MiB: left unread
+    "million_keys": "{\n" + ",\n".join(f'"k{i}": {i}' for i in range(10**6)) + "\n}\n",
+}
+
+
+@pytest.mark.parametrize("name", list(HOSTILE))
+def test_a_hostile_memory_file_is_left_as_it_is_and_never_raises(tmp_path, name):
+    """The memory file is written by the task's generator or the model: whatever it holds, the rewrite
+    either makes the same values JSON Lines or leaves the file exactly as it was (the server then says
+    what it says about it), never an exception in the host (RecursionError, UnicodeEncodeError, a
+    memory-sized parse)."""
+    text = HOSTILE[name]
+    (tmp_path / "memory.json").write_text(text, encoding="utf-8", errors="surrogatepass")
+    before = (tmp_path / "memory.json").read_bytes()
+    assert as_json_lines(tmp_path, "memory.json") is False
+    assert (tmp_path / "memory.json").read_bytes() == before
+
+
 @pytest.mark.skipif(not MEMORY.exists(), reason="the npm memory server is not installed (scripts/install.sh)")
 async def test_the_memory_server_reads_the_rewritten_graph(tmp_path):
     if not shutil.which("node"):
@@ -55,3 +82,14 @@ async def test_the_memory_server_reads_the_rewritten_graph(tmp_path):
     as_json_lines(tmp_path, "memory.json")
     failed, text = await asyncio.wait_for(read_graph(), 60)
     assert not failed and "Ronald Kelly" in text and "2201210606" in text, text
+
+
+def test_brackets_inside_strings_and_moderate_nesting_are_still_rewritten(tmp_path):
+    """The depth bound counts structure, not text: an observation quoting brackets (escaped quotes
+    and backslashes too), or a value nested 30 deep, is rewritten like any graph."""
+    quoted = PRETTY.replace("Major: Computer Science", '[[[[{{{{ \\\\\\" ' * 1000)
+    nested = PRETTY.replace('"Major: Computer Science"', "[" * 30 + "1" + "]" * 30)
+    (tmp_path / "memory.json").write_text(quoted + nested)
+    assert as_json_lines(tmp_path, "memory.json")
+    values = [json.loads(line) for line in (tmp_path / "memory.json").read_text().splitlines()]
+    assert values == json_values(quoted + nested) and values[0]["observations"][1].startswith('[[[[{{{{ \\" ')

@@ -269,3 +269,23 @@ async def test_a_server_the_model_reshaped_is_judged_as_it_is_never_an_error_of_
         verdict = await asyncio.to_thread(env.judge, ep.final_state(), "")
         await ep.close()
     assert verdict.error is None and verdict.reward == 0.0, (verdict, r.text)
+
+
+@pytest.mark.parametrize("how", ["file_link", "folder_link", "hard_link", "huge"])
+def test_a_description_md_that_is_not_the_checkouts_own_never_becomes_the_instruction(tmp_path, how):
+    """As for the filesystem tasks (tests/test_mcpmark_adapter.py): read without following links, one
+    name, at most 1 MiB, refused naming the file, the secret nowhere."""
+    import sys
+
+    from envs.benchmarks.mcpmark.checkout import MCPMarkError
+    from tests.test_mcpmark_adapter import ATTACKS, SECRET, plant
+
+    co = shutil.copytree(CHECKOUT, tmp_path / "co")
+    (tmp_path / "outside").mkdir()
+    plant(co / "tasks" / "postgres" / "standard" / "shop" / "order_totals" / "description.md", how, tmp_path / "outside")
+    ref = MCPMarkPostgresRef(str(co), "shop__order_totals", "", str(tmp_path / "masters"), sys.executable)
+    with pytest.raises(MCPMarkError, match=rf"order_totals/description\.md: .*{ATTACKS[how]}") as refused:
+        MCPMarkPostgresTaskEnv(ref)
+    assert SECRET not in str(refused.value)
+    own = MCPMarkPostgresRef(str(CHECKOUT), "shop__order_totals", "", str(tmp_path / "masters"), sys.executable)
+    assert MCPMarkPostgresTaskEnv(own).instruction.endswith(NOTE)

@@ -208,3 +208,25 @@ def test_error_words_in_the_agents_files_are_a_wrong_answer_and_only_an_evaluato
     assert verdict.cause == "infra/evaluator_error" and "cannot load" in verdict.error, verdict
     settled = judge_settled(env, state, "")
     assert settled.cause == "infra/evaluator_error" and settled.metrics == {"judge/canary_failed": 1.0}, settled
+
+
+@pytest.mark.parametrize("how", ["file_link", "folder_link", "hard_link", "huge"])
+@pytest.mark.parametrize("name", ["task.md", "agent_system_prompt.md"])
+def test_a_prompt_file_that_is_not_the_checkouts_own_never_reaches_the_model_or_the_evaluator(tmp_path, name, how):
+    """docs/task.md and docs/agent_system_prompt.md come from a third-party checkout: read without
+    following a link (the file's or the docs folder's), only a regular file with one name and at most
+    1 MiB, else refused naming the file; the secret it points at is in no prompt, error or log."""
+    from tests.test_mcpmark_adapter import ATTACKS, SECRET, plant
+
+    co = shutil.copytree(CHECKOUT, tmp_path / "tl")
+    (tmp_path / "outside").mkdir()
+    plant(co / "tasks" / "finalpool" / "csv-totals" / "docs" / name, how, tmp_path / "outside")
+    env = ToolathlonTaskEnv(ToolathlonRef(str(co), "csv-totals", sys.executable, str(NODE_DIR)))
+    first = "agent_system_prompt.md" if how == "folder_link" else name  # a linked docs/: the first file read
+    with pytest.raises(ToolathlonError, match=rf"csv-totals/docs/{first}: .*{ATTACKS[how]}") as refused:
+        env.prompt(tmp_path / "ws", "2025-01-01 00:00:00 Wednesday")
+    assert SECRET not in str(refused.value) and env.instruction == ""
+    if name == "task.md":  # the evaluator's trajectory log quotes it too: a judge error, never the secret
+        verdict = env.evaluate(tmp_path / "state", "2025-01-01 00:00:00 Wednesday", "")
+        assert verdict.cause == "infra/evaluator_error" and "SECRET" not in verdict.error, verdict
+    assert "Sum the" in ToolathlonTaskEnv(ref()).prompt(tmp_path / "ws", "t")  # the checkout's own files read as before

@@ -19,13 +19,16 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
+# AtlasTask is a field's type, so it is imported at run time: msgspec resolves the annotations when a
+# reference is decoded from plain data (a dataset row), and a name only a type checker sees is a NameError
+# there. checkout.py is light (the standard library and msgspec), unlike the episode code.
+from envs.benchmarks.atlas.checkout import AtlasTask
 from envs.kinds import ListContext, LoadContext, register
 from schema.bounds import Count
 from schema.load import ConfigError
 from schema.records import EnvRef
 
 if TYPE_CHECKING:
-    from envs.benchmarks.atlas.checkout import AtlasTask
     from envs.benchmarks.atlas.episode import AtlasTaskEnv
 
 ATLAS_SCALE = "mcp_atlas"

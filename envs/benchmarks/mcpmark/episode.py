@@ -18,8 +18,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from envs.benchmarks.checkout_files import read_text
 from envs.benchmarks.commands import server_command
-from envs.benchmarks.mcpmark.checkout import MCPMarkCheckout
+from envs.benchmarks.mcpmark.checkout import MCPMarkCheckout, MCPMarkError
 from envs.benchmarks.mcpmark.kind import MCPMarkRef
 from envs.benchmarks.process import run_once
 from envs.benchmarks.sandbox import interpreter, sandbox_options, sandboxed
@@ -48,7 +49,8 @@ class MCPMarkTaskEnv(OneStep):
         self.source = self.checkout.data(self.task)
         self.dir = self.checkout.task_dir(self.task)
         self.interp = interpreter(ref.python)
-        self.instruction = (self.dir / "description.md").read_text(encoding="utf-8", errors="replace") + NOTE
+        # the checkout is third-party: its description.md is read without following links (checkout_files)
+        self.instruction = read_text(self.checkout.path, self.dir / "description.md", MCPMarkError) + NOTE
         self.limits = EnvLimits()
         self.judge_timeout_s = judge_timeout_s or JUDGE_TIMEOUT_S
         self._open: LiveStates[Path] = LiveStates()  # an episode's work folder

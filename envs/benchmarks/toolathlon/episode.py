@@ -43,6 +43,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from envs.benchmarks.checkout_files import read_text
 from envs.benchmarks.commands import server_command
 from envs.benchmarks.process import CANNOT_LOAD, module_main_argv, run_once
 from envs.benchmarks.sandbox import interpreter, sandbox_options, sandboxed
@@ -118,12 +119,17 @@ class ToolathlonTaskEnv(OneStep):
                       if str(self.checkout.path / d) in named and (self.checkout.path / d).is_dir()]
         return sandbox_options(self.interp, read_only=read_only, writable=[ws], cwd=cwd)
 
+    def doc(self, name: str) -> str:
+        """The task's docs/<name>: the checkout is third-party, so it is read without following links,
+        a regular file of at most 1 MiB (checkout_files); ToolathlonError naming it otherwise."""
+        return read_text(self.checkout.path, self.dir / "docs" / name, ToolathlonError)
+
     def prompt(self, workspace: Path, launch_time: str) -> str:
-        system = (self.dir / "docs" / "agent_system_prompt.md").read_text(encoding="utf-8", errors="replace")
+        system = self.doc("agent_system_prompt.md")
         for key, value in (("workspace_dir_rela", str(workspace)), ("workspace_dir", str(workspace)),
                            ("current_working_dir", str(self.checkout.path)), ("time", launch_time)):
             system = system.replace(f"!!<<<<||||{key}||||>>>>!!", value)
-        task = (self.dir / "docs" / "task.md").read_text(encoding="utf-8", errors="replace")
+        task = self.doc("task.md")
         return f"{system}{SINGLE_TURN}\n\n{task}"
 
     def prepare(self, work: Path, launch_time: str, limits: Any) -> Path:
@@ -201,7 +207,7 @@ class ToolathlonTaskEnv(OneStep):
             task_copy = scratch / "task"
             untrusted_fs.copy_tree(self.dir, scratch, "task", max_bytes=MAX_TASK_BYTES)
             log = scratch / "traj_log.json"
-            task_md = (self.dir / "docs" / "task.md").read_text(encoding="utf-8", errors="replace")
+            task_md = self.doc("task.md")
             log.write_text(json.dumps({
                 "config": {"task_dir": f"finalpool/{self.ref.task}", "id": f"finalpool-{self.ref.task}",
                            "needed_mcp_servers": self.task.servers, "needed_local_tools": self.task.local_tools,
@@ -215,8 +221,8 @@ class ToolathlonTaskEnv(OneStep):
                                                "--groundtruth_workspace", gt, "--launch_time", launch_time]), scratch)
             run = run_once(argv, timeout_s=self.judge_timeout_s, log_file=scratch / "evaluation.log", limits=limits,
                            memory_bytes=PROCESS_MEMORY_BYTES, name="toolathlon-evaluation")
-        except untrusted_fs.PathRefused as exc:
-            return Verdict.failed(f"{self.ref.task}: its task folder cannot be copied for the evaluator: {exc}",
+        except (untrusted_fs.PathRefused, ToolathlonError) as exc:  # a link, a special file, a hard link, too large
+            return Verdict.failed(f"{self.ref.task}: its task folder cannot be copied or read for the evaluator: {exc}",
                                   "infra/evaluator_error")
         finally:
             shutil.rmtree(scratch, ignore_errors=True)

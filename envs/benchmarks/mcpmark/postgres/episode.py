@@ -28,7 +28,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from envs.benchmarks.mcpmark.checkout import MCPMarkCheckout, MCPMarkTask
+from envs.benchmarks.checkout_files import read_text
+from envs.benchmarks.mcpmark.checkout import MCPMarkCheckout, MCPMarkError, MCPMarkTask
 from envs.benchmarks.mcpmark.postgres.kind import MCPMarkPostgresRef
 from envs.benchmarks.postgres import EpisodePostgres, MasterCluster
 from envs.benchmarks.process import run_once
@@ -77,7 +78,8 @@ class MCPMarkPostgresTaskEnv(OneStep):
         self.task = self.checkout.task(ref.task)
         self.dir = self.checkout.task_dir(self.task)
         self.interp = interpreter(ref.python)
-        self.instruction = (self.dir / "description.md").read_text(encoding="utf-8", errors="replace") + NOTE
+        # the checkout is third-party: its description.md is read without following links (checkout_files)
+        self.instruction = read_text(self.checkout.path, self.dir / "description.md", MCPMarkError) + NOTE
         self.limits = EnvLimits()
         self.judge_timeout_s = judge_timeout_s or JUDGE_TIMEOUT_S
         self._open: LiveStates[PostgresEpisodeState] = LiveStates()
