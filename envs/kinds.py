@@ -208,18 +208,34 @@ def decode_args(kind: EnvKind[Any, ArgsT], args: dict[str, Any], source: str) ->
             from None
 
 
+def operator_fields(ref_type: type) -> tuple[str, ...]:
+    """The fields of a reference struct that only the operator's config sets (a class attribute
+    OPERATOR_FIELDS, e.g. HarborRef.url_server_hosts: which hosts a task's server may reach)."""
+    fields = getattr(ref_type, "OPERATOR_FIELDS", ())
+    return tuple(fields) if isinstance(fields, tuple) else ()
+
+
 def ref_document(ref: EnvRef) -> dict[str, Any]:
     """`ref` as plain data that names its kind, {"kind": NAME, "ref": {...}}: what a host framework's
-    dataset row carries (integrations/), whatever the kind."""
-    return {"kind": kind_of(ref).name, "ref": msgspec.to_builtins(ref)}
+    dataset row carries (integrations/), whatever the kind. Without its operator fields
+    (`operator_fields`): a row is data anyone may write, so it never carries the operator's consent."""
+    doc = msgspec.to_builtins(ref)
+    for name in operator_fields(type(ref)):
+        doc.pop(name, None)
+    return {"kind": kind_of(ref).name, "ref": doc}
 
 
 def ref_from_document(doc: Any, where: str = "ref") -> EnvRef:
     """The reference `ref_document` made; a ConfigError naming `where` when it is not one (a row
-    written by another version, or by hand)."""
+    written by another version, or by hand), or when it sets an operator field (`operator_fields`):
+    such a reference has the fields' defaults (a Harbor task's URL servers are then refused)."""
     if not isinstance(doc, dict) or not isinstance(doc.get("kind"), str) or "ref" not in doc:
         raise ConfigError(f'{where}: not an environment reference: expected {{"kind": NAME, "ref": {{...}}}}')
     kind = kind_named(doc["kind"], f"{where}.kind")
+    carried = [f for f in operator_fields(kind.ref_type) if isinstance(doc["ref"], dict) and f in doc["ref"]]
+    if carried:  # the operator's setting (a source's args), never a row's: refused, not silently dropped
+        raise ConfigError(f"{where}.ref: {', '.join(carried)} is the operator's setting (the source's args in the "
+                          "config), which a dataset row cannot carry")
     try:
         return msgspec.convert(doc["ref"], kind.ref_type)
     except (msgspec.ValidationError, TypeError, ValueError) as exc:
