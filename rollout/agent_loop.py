@@ -25,6 +25,7 @@ from typing import Any
 import msgspec
 
 from envs.runtime.episode import Episode
+from rollout.chat_template import BoundedTemplate
 from rollout.generators.base import Generator, GeneratorError
 from rollout.harness import Harness
 from rollout.parser import ParsedTurn, parse_turn, strip_think
@@ -49,7 +50,9 @@ class ChatRenderer:
 
     The template must be append-only for assistant, user and tool turns (rendering one more message
     only appends text): each turn's tokens are then appended once and never re-tokenised. A template
-    that is not is refused here, with the turn that breaks it. A template without a tools section (a
+    that is not is refused here, with the turn that breaks it, and so is one that cannot render these
+    probe turns within rollout/chat_template.py's deadline and size cap (TemplateRefused, naming the
+    model), before any episode. A template without a tools section (a
     chat model such as SmolLM2) gets the tools stated in the system message (`states_tools`,
     TOOLS_SECTION), so the model still sees every tool and the call format the parser reads."""
 
@@ -59,6 +62,7 @@ class ChatRenderer:
 
     def __init__(self, tokenizer: Any):
         self.tok = tokenizer
+        self._templates: dict[str, BoundedTemplate] = {}
         if not getattr(tokenizer, "chat_template", None):
             raise ValueError("the tokenizer has no chat template (ProgAgent renders every turn with the model's own)")
         base = [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}]
@@ -79,7 +83,18 @@ class ChatRenderer:
         self.observation(["t"])
 
     def _render(self, messages: list[dict[str, Any]], gen: bool = False, tools: list | None = None) -> str:
-        return self.tok.apply_chat_template(messages, tools=tools, tokenize=False, add_generation_prompt=gen)
+        """The template's text, as apply_chat_template renders it (the tokenizer's special tokens as
+        variables), within rollout/chat_template.py's deadline and size cap: a model's template is
+        third-party code run by every process that renders a prompt."""
+        source = self.tok.get_chat_template(None, tools) if hasattr(self.tok, "get_chat_template") else None
+        if not isinstance(source, str):  # not a Hugging Face tokenizer (a test's stand-in)
+            return self.tok.apply_chat_template(messages, tools=tools, tokenize=False, add_generation_prompt=gen)
+        template = self._templates.get(source)
+        if template is None:
+            where = f"the chat template of {getattr(self.tok, 'name_or_path', '') or 'the tokenizer'}"
+            template = self._templates[source] = BoundedTemplate(source, where)
+        return template.render(messages=messages, tools=tools, documents=None, add_generation_prompt=gen,
+                               **dict(getattr(self.tok, "special_tokens_map", {})))
 
     def encode(self, text: str) -> list[int]:
         return self.tok.encode(text, add_special_tokens=False)

@@ -31,6 +31,9 @@ def import_gguf(gguf: str | Path, out: str | Path, dtype: str = "float32") -> Pa
     if not getattr(tokenizer, "chat_template", None):
         raise ValueError(f"{gguf.name} has no chat template (tokenizer.chat_template): ProgAgent renders every turn "
                          "with the model's own template")
+    from rollout.chat_template import check_chat_template
+
+    check_chat_template(tokenizer, str(gguf))  # TemplateRefused (a ValueError) before any weight is read
     loaded = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=getattr(torch, dtype))
     # transformers marks a model read from GGUF as quantised (not serialisable) although its weights are
     # de-quantised tensors: the same weights in a plain model of the same config are what is saved

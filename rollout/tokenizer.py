@@ -6,6 +6,10 @@ tokenizer (env workers, the CLI, the synthesis auditor). A local folder's `token
 names the tokenizer class; that class, taken from transformers directly, is the one AutoTokenizer
 would pick, and loads in ~1.5 s without torch. Anything else (a hub id, no class named, a class
 transformers does not export) goes through AutoTokenizer as before.
+
+The model's chat template is third-party code every process that renders a prompt runs: it is
+refused here, naming the folder, when it cannot render a probe conversation within
+rollout/chat_template.py's deadline and size cap.
 """
 
 from __future__ import annotations
@@ -16,6 +20,15 @@ from typing import Any
 
 
 def load_tokenizer(path: str | Path) -> Any:
+    tok = _load(path)
+    if getattr(tok, "chat_template", None):
+        from rollout.chat_template import check_chat_template
+
+        check_chat_template(tok, str(path))
+    return tok
+
+
+def _load(path: str | Path) -> Any:
     config = Path(path) / "tokenizer_config.json"
     name = json.loads(config.read_text()).get("tokenizer_class") if config.is_file() else None
     if name:

@@ -278,19 +278,24 @@ def test_every_kind_module_of_the_project_is_listed():
 
 
 def test_every_shipped_reference_type_decodes_and_an_atlas_reference_round_trips_through_plain_data():
-    """A reference travels as plain data (a dataset row: envs.kinds.ref_document): every annotation of
-    a shipped reference type resolves at run time, not only for a type checker."""
+    """A reference travels as plain data (msgspec): every annotation of a shipped reference type resolves
+    at run time, not only for a type checker; a dataset row names it (envs.sources.row_document) and the
+    operator's sources give it back whole (Catalog)."""
     for kind in kinds().values():
         if type(kind).__module__.startswith("envs."):
             msgspec.inspect.type_info(kind.ref_type)  # NameError when an annotation names what is not imported
     from envs.benchmarks.atlas.checkout import AtlasTask
     from envs.benchmarks.atlas.kind import AtlasRef
-    from envs.kinds import ref_document, ref_from_document
+    from envs.kinds import kind_named
+    from envs.sources import Catalog, Source, row_document
 
     ref = AtlasRef(checkout="/co", task=AtlasTask("t1", "Sum the sales.", ("calculator_add",), "[]", ("calculator",)),
                    python="/py", node_dir="/node", judge_base_url="http://127.0.0.1:9", judge_model="m")
     assert msgspec.convert(msgspec.to_builtins(ref), AtlasRef) == ref
-    assert ref_from_document(json.loads(json.dumps(ref_document(ref)))) == ref
+    row = json.loads(json.dumps(row_document(ref, "atlas")))
+    assert row == {"kind": "mcp_atlas", "source": "atlas", "task": "t1", "scale": ref.scale}
+    source = Source("atlas", kind_named("mcp_atlas"), 0.0, {ref.scale: 1.0}, [ref])
+    assert Catalog([source]).resolve(row) == ref
 
 
 class _Untagged(EnvRef, frozen=True):

@@ -69,7 +69,10 @@ def test_harbor_1_4_fields_are_read(task_dir, tmp_path, monkeypatch):
     assert task.instruction == (FIXTURE / "instruction.md").read_text()  # the canary lines are not the agent's
     assert task.workdir == "/app/data"  # [environment] workdir overrides the Dockerfile's WORKDIR
     assert task.config.network is False and "--share-net" not in task.container_argv(task.materialize(tmp_path / "t")).options()
-    remote = next(u for u in upstreams(task, tmp_path / "t", tmp_path / "s") if u.name == "remote")
+    with pytest.raises(HarborTaskError, match="'remote' is a URL server"):  # the operator's opt-in first
+        upstreams(task, tmp_path / "t", tmp_path / "s")
+    remote = next(u for u in upstreams(task, tmp_path / "t", tmp_path / "s", url_server_hosts=["127.0.0.1:9"])
+                  if u.name == "remote")
     assert remote.spec.transport == "" and remote.spec.url == "http://127.0.0.1:9/mcp"  # "http" = streamable HTTP
     assert remote.spec.headers == {"Authorization": "Bearer s3cret"}
     notes = "\n".join(task.layout.notes)

@@ -11,7 +11,8 @@ ships `snapshot_tree(final state)` to a Judge actor, which restores it and runs 
 
 Episode: the episode's `env/container/` folder is the task's container tree (mapping rule in
 envs/harbor/task.py). Stdio MCP servers run in the task's container view (bubblewrap, outside the
-kernel's sandbox, like our own task servers); url servers are connected as given. The kernel's
+kernel's sandbox, like our own task servers); a url server is connected only when the operator
+allows its host (HarborRef.url_server_hosts from the source's args; refused otherwise). The kernel's
 /workspace stays empty: the model reaches the environment through the task's MCP servers only.
 
 Verification, as Harbor does it: the model's final reply is written to the answer path, a copy of
@@ -39,7 +40,14 @@ import msgspec
 from envs.benchmarks.process import ScriptRun, run_once
 from envs.episode_env import EnvLimits, LiveStates, StateRefused, restore, snapshot
 from envs.harbor.kind import HarborRef
-from envs.harbor.task import MAX_CONTEXT_BYTES, HarborTask, HarborTaskError, StepConfig, resolve_host_env
+from envs.harbor.task import (
+    MAX_CONTEXT_BYTES,
+    HarborTask,
+    HarborTaskError,
+    StepConfig,
+    resolve_host_env,
+    url_server_refusals,
+)
 from envs.runtime import untrusted_fs
 from envs.runtime.episode import Episode, EpisodeState, Runtime
 from envs.runtime.limits import LimitBackend
@@ -51,6 +59,8 @@ from schema.records import Verdict
 TREE_DIR = "container"
 CRITERION = "criterion_"  # reward.json entries named criterion_<name> (what envs/harbor/export.py writes)
 JUDGE_GRACE_S = 30.0  # a judge's deadline beyond [verifier] timeout_sec (restore, copies, bubblewrap)
+#: where the operator allows a URL server's host (named in the refusal)
+SETTING = "the Harbor source's args.url_server_hosts (envs.<source>.args.url_server_hosts)"
 
 
 
@@ -76,10 +86,15 @@ def tree_of(state: EpisodeState | str | Path) -> Path:
     return Path(state.env_root) / TREE_DIR if isinstance(state, EpisodeState) else Path(state)
 
 
-def upstreams(task: HarborTask, tree: Path, scratch: Path, limits: LimitBackend | None = None) -> list[Upstream]:
+def upstreams(task: HarborTask, tree: Path, scratch: Path, limits: LimitBackend | None = None,
+              url_server_hosts: Sequence[str] = ()) -> list[Upstream]:
     """The task's MCP servers for one episode: stdio commands inside the container view of `tree`,
     each in its own sandbox limits from `limits` with the task's [environment] memory_mb (`scratch`: a
-    host folder for their sandbox options, envs/runtime/sandbox.launch_argv)."""
+    host folder for their sandbox options, envs/runtime/sandbox.launch_argv); url servers only at the
+    hosts the operator allowed (`url_server_hosts`), HarborTaskError naming the server otherwise."""
+    refused = url_server_refusals(task, url_server_hosts, SETTING)
+    if refused:
+        raise HarborTaskError("; ".join(refused))
     ups = []
     for server in task.config.environment.mcp_servers:
         if server.transport == "stdio":
@@ -92,13 +107,16 @@ def upstreams(task: HarborTask, tree: Path, scratch: Path, limits: LimitBackend 
     return ups
 
 
-async def open_harbor_episode(runtime: Runtime, task: HarborTask) -> Episode:
+async def open_harbor_episode(runtime: Runtime, task: HarborTask, url_server_hosts: Sequence[str] = ()) -> Episode:
     """A fresh sandboxed episode over a fresh container tree and the task's MCP servers (within the
-    runtime's limits backend)."""
+    runtime's limits backend; url servers at the allowed hosts only, `upstreams`)."""
+    refused = url_server_refusals(task, url_server_hosts, SETTING)
+    if refused:  # before any episode, folder or process is made
+        raise HarborTaskError("; ".join(refused))
 
     async def prepare(env_root: Path) -> list[Upstream]:
         tree = await asyncio.to_thread(task.materialize, env_root / TREE_DIR)
-        return upstreams(task, tree, env_root.parent / "sandbox", runtime.limits)
+        return upstreams(task, tree, env_root.parent / "sandbox", runtime.limits, url_server_hosts)
 
     return await runtime.open_episode(prepare)
 
@@ -398,8 +416,13 @@ class HarborTaskEnv:
     judged_in_place = False  # its final state is shipped to a Judge actor on the fabric
 
     def __init__(self, task: HarborTask, ref: HarborRef | None = None):
+        """HarborTaskError when a URL MCP server's host is not among `ref.url_server_hosts` (none without
+        a ref): the environment is refused when it is made, before any episode."""
         self.task = task
         self.ref = ref or HarborRef(str(task.dir))
+        refused = url_server_refusals(task, self.ref.url_server_hosts, SETTING)
+        if refused:
+            raise HarborTaskError("; ".join(refused))
         self.instruction = task.prompt
         self.limits = EnvLimits(episode_timeout_s=task.agent_timeout_s)
         self.judge_timeout_s = task.verifier_timeout_s + JUDGE_GRACE_S
@@ -407,7 +430,7 @@ class HarborTaskEnv:
         self._progress: LiveStates[StepProgress] = LiveStates()  # a multi-step episode's progress
 
     async def open(self, runtime: Runtime) -> Episode:
-        episode = await open_harbor_episode(runtime, self.task)
+        episode = await open_harbor_episode(runtime, self.task, self.ref.url_server_hosts)
         if self.task.steps:
             try:
                 await asyncio.to_thread(prepare_step, self.task, tree_of(episode.final_state()), self.task.steps[0])

@@ -468,6 +468,52 @@ class HarborTask:
         return box.setenv(env if env is not None else self.base_env())
 
 
+def url_host(url: str) -> str:
+    """The `host:port` an HTTP MCP server's url reaches, as the MCP client's HTTP library (httpx) parses
+    it (so `http://a.com@127.0.0.1:9/` is 127.0.0.1:9, never a.com); the scheme's port when none is
+    given. ValueError when it is not an http(s) url."""
+    import httpx2
+
+    try:
+        parsed = httpx2.URL(url)
+    except Exception as exc:  # noqa: BLE001 - httpx2's InvalidURL and friends
+        raise ValueError(f"{url!r} is not a valid url: {exc}") from None
+    if parsed.scheme not in ("http", "https") or not parsed.host:
+        raise ValueError(f"{url!r} is not an http(s) url with a host")
+    port = parsed.port or (443 if parsed.scheme == "https" else 80)
+    host = f"[{parsed.host}]" if ":" in parsed.host else parsed.host
+    return f"{host.lower()}:{port}"
+
+
+def host_allowed(hostport: str, allowed: Sequence[str]) -> bool:
+    """Whether `hostport` (url_host's form) is among `allowed`: "*" (any), "host" (any port) or
+    "host:port" (IPv6 in brackets), compared as written, case aside (no DNS: "localhost" is not
+    "127.0.0.1")."""
+    host = hostport.rsplit(":", 1)[0]
+    return any(a == "*" or a.lower() in (hostport, host) for a in allowed)
+
+
+def url_server_refusals(task: HarborTask, allowed: Sequence[str], setting: str) -> list[str]:
+    """A line per URL MCP server (transport sse/streamable-http) of `task` whose host the operator has
+    not allowed (`allowed`: HarborArgs.url_server_hosts), naming the server, its url and `setting`
+    (where the operator allows it). The host's env worker makes those requests: a task must not
+    choose where they go (its loopback listeners, a cloud metadata address, an intranet service)."""
+    out = []
+    for server in task.config.environment.mcp_servers:
+        if server.transport == "stdio":
+            continue
+        try:
+            where = url_host(server.url or "")
+        except ValueError as exc:
+            out.append(f"{task.dir / 'task.toml'}: MCP server {server.name!r}: {exc}")
+            continue
+        if not host_allowed(where, allowed):
+            out.append(f"{task.dir / 'task.toml'}: MCP server {server.name!r} is a URL server ({server.url}): the env "
+                       f"worker would send requests to {where}, which the operator has not allowed; allow it with "
+                       f"{setting}: [{where!r}] (or \"*\" for any host)")
+    return out
+
+
 def passed_env() -> dict[str, str]:
     """The host variables a task may read: those named in PROGAGENT_HARBOR_PASS_ENV."""
     names = {n.strip() for n in os.environ.get(PASS_ENV, "").split(",") if n.strip()}
