@@ -36,6 +36,7 @@ from typing import Any
 import msgspec
 
 from envs.runtime import untrusted_fs
+from envs.runtime.host_starts import host_start
 from envs.runtime.kernel_channels import KernelChannels
 from envs.runtime.limits import LimitBackend, SandboxLimits
 from envs.runtime.sandbox import BWRAP_ENV, IN_KERNEL_DIR, FdBinds, bwrap_argv, kernel_argv, launch_argv
@@ -95,6 +96,12 @@ class SandboxedKernel:
 
     # ------------------------------------------------------------------ lifecycle
     async def start(self) -> None:
+        """Start the sandboxed kernel (a restart too) in one of the host's start slots
+        (envs/runtime/host_starts.py): its deadline, kernel_start_timeout_s, counts from the slot."""
+        async with host_start():
+            await self._start()
+
+    async def _start(self) -> None:
         t0 = time.perf_counter()
         if self.kernel_dir.exists():
             await asyncio.to_thread(untrusted_fs.remove_tree, self.kernel_dir)  # the sandbox wrote in it
