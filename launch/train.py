@@ -309,9 +309,23 @@ async def _loop(fabric: Fabric, manager: RolloutManager, cfg: TrainConfig, log: 
         lost = LearnerLost(out / "checkpoint", step, exc)
         raise lost from exc
     finally:
-        if lost is None:
-            await checkpoint(fabric, manager, out / "checkpoint", step)
-        manager.stop()
+        try:
+            if lost is None:
+                await last_checkpoint(fabric, manager, out / "checkpoint", step)
+        finally:
+            manager.stop()
+
+
+async def last_checkpoint(fabric: Fabric, manager: RolloutManager, path: Path, step: int) -> None:
+    """The checkpoint a run ends with, however it ends (its last step, a stall, an error of its own). A
+    learner that is gone by then (its node left while the run stalled) is a LearnerLost naming the last
+    checkpoint that was written, like a loss found mid-step: every loss of the learner reads the same."""
+    try:
+        await checkpoint(fabric, manager, path, step)
+    except Exception as exc:
+        if await _learner_alive(fabric):
+            raise
+        raise LearnerLost(path, step, exc) from exc
 
 
 class LearnerLost(RuntimeError):

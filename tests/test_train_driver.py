@@ -294,6 +294,24 @@ def test_sampled_surrogates_and_deep_calls_in_trained_turns_neither_end_nor_stop
     assert [r["step"] for r in rows if r["phase"] == "train"] == [2]
 
 
+def test_a_learner_lost_before_the_last_checkpoint_is_a_learner_lost(tmp_path, ray_session):
+    """The learner's node can leave while a run stalls or ends: the run's last checkpoint then finds no
+    learner. That is the same LearnerLost, naming the last checkpoint written, as a loss found mid-step
+    (it was an ActorDiedError traceback out of the checkpoint)."""
+    import ray
+
+    from launch.train import LearnerLost, train
+
+    async def on_step(step, fabric, manager):
+        if step == 2:
+            ray.kill(fabric.learner)
+
+    cfg = load_config(ROOT / "configs" / "local.yaml", SMALL + [f"run.out_dir={tmp_path}", "train.steps=2",
+                                                                "train.checkpoint_every=1", "train.probe=false"])
+    with pytest.raises(LearnerLost, match=r"the learner is gone after step 2 .* the last checkpoint is .*step 2"):
+        asyncio.run(train(cfg, on_step=on_step))
+
+
 def test_a_relative_out_dir_leaves_rays_working_dir_copy(tmp_path, monkeypatch):
     from launch.paths import run_root
 
