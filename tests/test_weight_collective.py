@@ -173,7 +173,7 @@ def test_a_client_without_the_token_cannot_make_the_learner_hold_its_writes():
     (here on loopback, where the store listens) writes 200 keys of 1 MiB: the store's memory is capped
     (STORE_CAP_BYTES, in a process of its own), so the flood is cut off near the cap and the learner's
     own memory does not grow with it; the members' group, formed before, still carries the next
-    update, and a new group forms after."""
+    update, and a new group forms after. The keys it can list do not show the group's token."""
     import psutil
     from torch.distributed import TCPStore
 
@@ -186,10 +186,12 @@ def test_a_client_without_the_token_cannot_make_the_learner_hold_its_writes():
     assert torch.equal(_update_through(sender, update, receiver)["w"], torch.arange(4.0))
     me = psutil.Process()
     rss = me.memory_info().rss
+    intruder = TCPStore(host_name=update.host, port=update.port, is_master=False, timeout=timedelta(seconds=5))
+    keys = intruder.list_keys()  # the store lists its keys to anyone: they must not carry the token
+    assert keys and not any(update.token in k for k in keys), keys
     payload = b"x" * (1 << 20)
     written = 0
     try:
-        intruder = TCPStore(host_name=update.host, port=update.port, is_master=False, timeout=timedelta(seconds=5))
         for i in range(200):
             intruder.set(f"flood/{i}", payload)
             written += 1

@@ -39,6 +39,7 @@ what the learner's importance ratio corrects; `Generation.policy_version` is the
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import secrets
 import select
 import socket
@@ -136,6 +137,11 @@ def wait_for_stream(stream: Any, timeout_s: float, what: str) -> None:
         time.sleep(0.001)
 
 
+def store_prefix(token: str) -> str:
+    """The group's keys' prefix: a hash of its token (the store shows its keys to any client)."""
+    return hashlib.sha256(token.encode()).hexdigest()[:32]
+
+
 def token_words(token: str) -> list[int]:
     """The group's token as two int64 words, for the header (a receiver compares them)."""
     return [int(token[:15] or "0", 16), int(token[15:30] or "0", 16)]
@@ -199,10 +205,15 @@ class Group:
     """One membership epoch of the transport's process group.
 
     vLLM's stateless group (`stateless_init_torch_distributed_process_group`), formed here with its own
-    parts so that its keys live under a prefix made of the group's token: the rendezvous store
-    (`StoreHost`) is a TCP listener anyone who reaches the node's address can connect to, and without
-    the token a peer finds none of the keys the members exchange (it cannot join, nor feed a member
-    its own data). Every rank, the learner's rank 0 too, is a client of that store."""
+    parts so that its keys live under a prefix made from the group's token: the rendezvous store
+    (`StoreHost`) is a TCP listener anyone who reaches the node's address can connect to. The prefix
+    is a hash of the token, not the token: TCPStore lists its keys to any client (`list_keys`), so
+    a client that reaches the store learns the prefix but never the token, and the header's token
+    check keeps it from standing in for the learner (a receiver loads nothing from a sender without
+    the token). What the prefix does not stop: a client that reaches the store while the group forms
+    can take a receiver's place in it (and so read that update, or fail it). Hence the store listens
+    only where the group is: loopback on a single machine, the operator's network on a cluster.
+    Every rank, the learner's rank 0 too, is a client of that store."""
 
     def __init__(self, update: WeightUpdate, rank: int):
         from torch.distributed import PrefixStore, TCPStore
@@ -216,7 +227,7 @@ class Group:
             self.store = TCPStore(host_name=update.host, port=update.port, world_size=update.world_size,
                                   is_master=False, timeout=timeout)
             self.store.set_timeout(timeout)
-            prefix = PrefixStore(f"progagent-weights/{update.token}/{update.epoch}", self.store)
+            prefix = PrefixStore(f"progagent-weights/{store_prefix(update.token)}/{update.epoch}", self.store)
             if update.backend == "gloo":
                 self.pg = gloo_group(prefix, rank, update.world_size, timeout)
             else:
