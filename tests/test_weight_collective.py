@@ -209,3 +209,48 @@ def test_a_client_without_the_token_cannot_make_the_learner_hold_its_writes():
     assert torch.equal(_update_through(sender, update3, receiver)["w"], torch.arange(4.0) + 2)
     sender._drop()
     receiver.close()
+
+
+def test_a_client_that_takes_a_members_place_gets_no_weights():
+    """The store lists its keys to any client, so one that reaches it while the group forms sees the
+    prefix and can join in a receiver's place (gloo checks nothing). Without the token it cannot
+    show the member's proof: the group is refused before the header or any bucket is sent, and the
+    learner's error names the rank that was taken."""
+    import threading
+
+    from torch.distributed import BroadcastOptions, PrefixStore, TCPStore
+
+    from rollout.weights.collective import gloo_group
+
+    cfg = WeightTransportConfig(kind="collective", backend="gloo", timeout_s=6)
+    sender = CollectiveSender(cfg)
+    update = sender.offer(1, {"w": torch.arange(4.0) * 7}, epoch=1, world_size=2)
+    errors: list[Exception] = []
+
+    def send():
+        try:
+            sender.send(update)
+        except WeightTransferError as exc:
+            errors.append(exc)
+
+    thread = threading.Thread(target=send)
+    thread.start()
+    spy = TCPStore(host_name=update.host, port=update.port, is_master=False, timeout=timedelta(seconds=5))
+    deadline = time.monotonic() + 20
+    while not (keys := spy.list_keys()) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    prefix = "/".join(keys[0].split("/")[:3])  # progagent-weights/<hash>/<epoch>: what a spy learns
+    assert update.token not in prefix
+    pg = gloo_group(PrefixStore(prefix, spy), 1, 2, timedelta(seconds=6))  # rank 1's place, taken
+    guess = torch.zeros(2, dtype=torch.int64)
+    pg.allgather([[torch.zeros_like(guess), torch.zeros_like(guess)]], [guess]).wait()
+    header, bucket = torch.zeros(5, dtype=torch.int64), torch.zeros(16, dtype=torch.uint8)
+    opts = BroadcastOptions()
+    opts.rootRank = 0
+    with pytest.raises(Exception):  # noqa: B017  (gloo's own error: the learner left the group)
+        pg.broadcast([header], opts).wait(timedelta(seconds=6))
+        pg.broadcast([bucket], opts).wait(timedelta(seconds=6))
+    thread.join(timeout=60)
+    assert not thread.is_alive() and errors and "rank(s) [1]" in str(errors[0]) and "do not hold" in str(errors[0])
+    assert not header.any() and not bucket.any()  # neither the header (its token words) nor a weight
+    sender._drop()

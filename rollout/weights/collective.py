@@ -142,6 +142,13 @@ def store_prefix(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()[:32]
 
 
+def member_proof(token: str, epoch: int, rank: int) -> list[int]:
+    """What rank `rank` shows to say it holds the token (two int64 words; neither the token nor the
+    store's prefix, so seeing the prefix or another rank's proof does not give it)."""
+    digest = hashlib.sha256(f"progagent-member/{token}/{epoch}/{rank}".encode()).digest()
+    return [int.from_bytes(digest[:8], "little", signed=True), int.from_bytes(digest[8:16], "little", signed=True)]
+
+
 def token_words(token: str) -> list[int]:
     """The group's token as two int64 words, for the header (a receiver compares them)."""
     return [int(token[:15] or "0", 16), int(token[15:30] or "0", 16)]
@@ -155,10 +162,11 @@ class StoreHost:
     Rule: the store is reachable only where the group is (the node's address: 127.0.0.1 on a single
     machine, launch/loopback.py; on a cluster the address its operator gave the node), and what it
     holds is bounded. TCPStore takes any key from any client before anyone's token is looked at, so
-    a client without the token cannot join (the keys are under the token, see `Group`) but could
-    make the store hold as much as it sent; in its own capped process such a flood ends that process
-    (the update then in formation fails with `WeightTransferError`, the next forms a new group on a
-    new port with a new token) and never grows the learner. The learner's rank 0 is one more client."""
+    a client without the token cannot join (see `Group`) but could make the store hold as much as it
+    sent; in its own capped process the store refuses such a flood at the cap (the client's
+    connection is dropped) and the learner never grows. A store so filled may refuse the members
+    too: the update in formation fails with `WeightTransferError` and the next forms a new group
+    with a new store, port and token. The learner's rank 0 is one more client."""
 
     def __init__(self, listen: socket.socket, world_size: int, timeout_s: float):
         script = Path(__file__).with_name("store_host.py")
@@ -211,9 +219,10 @@ class Group:
     a client that reaches the store learns the prefix but never the token, and the header's token
     check keeps it from standing in for the learner (a receiver loads nothing from a sender without
     the token). What the prefix does not stop: a client that reaches the store while the group forms
-    can take a receiver's place in it (and so read that update, or fail it). Hence the store listens
-    only where the group is: loopback on a single machine, the operator's network on a cluster.
-    Every rank, the learner's rank 0 too, is a client of that store."""
+    can take a receiver's place in it; the members' check (`_check_members`) then refuses the group
+    before any weight moves, so that is a failed update (the real receiver was kept out), not a leak.
+    Hence too the store listens only where the group is: loopback on a single machine, the
+    operator's network on a cluster. Every rank, the learner's rank 0 too, is a client of that store."""
 
     def __init__(self, update: WeightUpdate, rank: int):
         from torch.distributed import PrefixStore, TCPStore
@@ -241,6 +250,30 @@ class Group:
                 f"the weight group (epoch {update.epoch}, {update.host}:{update.port}) did not form within "
                 f"{update.timeout_s:.0f} s: rank {rank} waited for all {update.world_size} members (the learner's "
                 f"rank 0 and every generator worker) and some never joined [{type(exc).__name__}: {exc}]") from exc
+        try:
+            self._check_members(update)
+        except BaseException:
+            self.close()
+            raise
+
+    def _check_members(self, update: WeightUpdate) -> None:
+        """Every member shows that it holds the token before any weight moves: each rank's proof
+        (`member_proof`: the token, the epoch and its rank, hashed) gathered by all and checked by all.
+        A client that took a member's place while the group formed (the store lists the prefix) has
+        no token, so the group fails here with an error naming its rank, and the learner sends
+        nothing into it."""
+        device = _device(self.backend)
+        mine = torch.tensor(member_proof(update.token, update.epoch, self.rank), dtype=torch.int64, device=device)
+        every = [torch.zeros_like(mine) for _ in range(update.world_size)]
+        try:
+            work = self.pg.allgather([every], [mine])
+        except Exception as exc:  # noqa: BLE001
+            raise WeightTransferError(f"the members' check failed on rank {self.rank}: {type(exc).__name__}: {exc}") from exc
+        self.wait(work, f"the members' check (epoch {update.epoch})")
+        strangers = [r for r, got in enumerate(every) if got.tolist() != member_proof(update.token, update.epoch, r)]
+        if strangers:
+            raise WeightTransferError(f"rank(s) {strangers} of the weight group (epoch {update.epoch}) do not hold its "
+                                      "token: a client that reached the store took their place; the group is refused")
 
     def broadcast(self, tensor: torch.Tensor, what: str) -> None:
         self.wait(self.start(tensor, what), what)

@@ -4,8 +4,9 @@
 argv: the listening socket's fd (inherited), the group's size, the deadline in seconds, the cap in
 bytes. It serves torch's TCPStore on that socket, then caps the process's data (RLIMIT_DATA: what it
 holds now, plus the cap), says "ready" and lives until its parent closes stdin (or dies). A client
-that writes past the cap makes an allocation fail here, and this process ends: the store's memory
-is bounded, and none of it is the learner's.
+that writes past the cap makes an allocation fail here, and the store drops that client's
+connection (were an allocation to fail elsewhere, this process would end instead): the store's
+memory is bounded, and none of it is the learner's.
 """
 
 import os
