@@ -14,7 +14,8 @@ group (PACK by default: fewest nodes, tensor parallel wants NVLink). Ranks are n
 so consecutive ranks — Megatron's tensor-parallel groups — share a node. Create the placement group
 before the generators take their GPUs (`learner_placement_group`), or the learner gets the leftovers.
 
-Start-up: rank 0 names MASTER_ADDR (its node's IP) and a free port; every rank sets RANK, WORLD_SIZE,
+Start-up: rank 0 names MASTER_ADDR (its node's IP) and a port it holds bound there (its rendezvous store
+serves on that socket: the node's address only, loopback on a single machine); every rank sets RANK, WORLD_SIZE,
 LOCAL_RANK (its GPU's index among the visible devices), MASTER_ADDR/PORT and runs
 `init_process_group` (nccl with CUDA, else gloo) before it builds the backend, which then finds an
 initialised world: the torch backend shards with FSDP2, the megatron backend builds its parallel
