@@ -14,7 +14,8 @@ group (PACK by default: fewest nodes, tensor parallel wants NVLink). Ranks are n
 so consecutive ranks — Megatron's tensor-parallel groups — share a node. Create the placement group
 before the generators take their GPUs (`learner_placement_group`), or the learner gets the leftovers.
 
-Start-up: rank 0 names MASTER_ADDR (its node's IP) and a free port; every rank sets RANK, WORLD_SIZE,
+Start-up: rank 0 names MASTER_ADDR (its node's IP) and a port it holds bound there (its rendezvous store
+serves on that socket: the node's address only, loopback on a single machine); every rank sets RANK, WORLD_SIZE,
 LOCAL_RANK (its GPU's index among the visible devices), MASTER_ADDR/PORT and runs
 `init_process_group` (nccl with CUDA, else gloo) before it builds the backend, which then finds an
 initialised world: the torch backend shards with FSDP2, the megatron backend builds its parallel
@@ -114,15 +115,20 @@ class LearnerRank:
         self.rank, self.world = rank, world
         self.learner: Any = None
         self.outbox = Outbox()
+        self.listen: Any = None  # rank 0's rendezvous socket, from `address` until `setup`
 
     def address(self) -> tuple[str, int]:
-        """This node's IP and a port free on it: rank 0's answer is the rendezvous."""
+        """This node's IP and a port on it: rank 0's answer is the rendezvous. The socket stays bound
+        and listening (no window in which another process takes the port), and rank 0's store serves
+        on it: torch's own TCPStore master listens on every interface, this one on the node's address
+        only (127.0.0.1 on a single machine: launch/loopback.py)."""
         import socket
 
         host = ray.util.get_node_ip_address()
-        with socket.socket() as s:
-            s.bind((host, 0))  # the node's address, not every interface
-            return host, s.getsockname()[1]
+        self.listen = socket.socket()
+        self.listen.bind((host, 0))  # the node's address, not every interface
+        self.listen.listen(1024)
+        return host, self.listen.getsockname()[1]
 
     def setup(self, model_path: str, cfg: LearnerConfig, master: tuple[str, int] | None, local_world: int) -> None:
         """The backend on this rank; `master` None: the one rank of an unreserved learner, no process group."""
@@ -141,10 +147,28 @@ class LearnerRank:
         if master is not None:
             os.environ.update(MASTER_ADDR=master[0], MASTER_PORT=str(master[1]), RANK=str(self.rank),
                               WORLD_SIZE=str(self.world), LOCAL_RANK=str(local), LOCAL_WORLD_SIZE=str(local_world))
-            torch.distributed.init_process_group("nccl" if cuda else "gloo", rank=self.rank, world_size=self.world)
+            if master[0].startswith("127."):  # one machine: gloo's and NCCL's sockets on loopback too
+                os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
+                os.environ.setdefault("NCCL_SOCKET_IFNAME", "lo")
+            torch.distributed.init_process_group("nccl" if cuda else "gloo", rank=self.rank, world_size=self.world,
+                                                 store=self._store(master))
         self.model_path, self.cfg = model_path, cfg
         with collector_paused():  # its imports and the model: actors/startup.py
             self.learner = build_learner(model_path, cfg)
+
+    def _store(self, master: tuple[str, int]) -> Any:
+        """The world's rendezvous store: rank 0 serves it on the socket `address` bound, the others join."""
+        from datetime import timedelta
+
+        from torch.distributed import TCPStore
+
+        timeout = timedelta(minutes=30)  # init_process_group's default
+        if self.rank != 0:
+            return TCPStore(master[0], master[1], self.world, is_master=False, timeout=timeout)
+        fd = self.listen.detach()  # the store owns it now
+        self.listen = None
+        return TCPStore(master[0], master[1], self.world, is_master=True, timeout=timeout, wait_for_workers=False,
+                        master_listen_fd=fd)
 
     def train_step(self, groups: list[list[Any]]) -> dict[str, float]:
         return self.learner.train_step(groups)

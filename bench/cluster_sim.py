@@ -77,6 +77,7 @@ def run_scenario(out: Path, steps: int = 7, overrides: list[str] | None = None) 
     import ray
     from ray.cluster_utils import Cluster
 
+    from launch.loopback import loopback_only
     from launch.train import LearnerLost, train
     from schema.load import load_config
 
@@ -91,6 +92,7 @@ def run_scenario(out: Path, steps: int = 7, overrides: list[str] | None = None) 
     # says, and fails when that folder does not exist (a machine where Ray never ran with its default)
     Path(ray._private.utils.get_ray_address_file(None)).parent.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
+    loopback_only()  # every simulated node on 127.0.0.1: nothing listens beyond loopback (launch/loopback.py)
     # no dashboard and no log monitor: nothing here reads them (placement() reads the GCS's actor table;
     # log_to_driver is off), and the dashboard's modules were ~6 s of CPU of a run on 2 cores
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 2, "temp_dir": temp, "include_dashboard": False,

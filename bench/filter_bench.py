@@ -24,6 +24,7 @@ import ray
 from bench.fabric_bench import script
 from envs.format.library import LIBRARY_DIR
 from launch.filter import filter_tasks
+from launch.loopback import loopback_only
 from launch.rollouts import RolloutRunner
 from schema.config import FilterSettings
 from schema.load import load_sections
@@ -55,6 +56,7 @@ async def run(workers: int, args: argparse.Namespace, out: str) -> dict:
 
 
 async def main(args: argparse.Namespace) -> dict:
+    loopback_only()  # launch/loopback.py
     ray.init(address="local", num_cpus=max(8, 2 + max(args.workers)), include_dashboard=False, log_to_driver=False,
              _temp_dir=tempfile.mkdtemp(prefix="fb", dir="/tmp"),
              runtime_env={"env_vars": {"HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}})

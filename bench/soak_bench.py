@@ -38,6 +38,7 @@ from actors.rollout_manager import Group, RolloutManager, SourceSampler
 from actors.scheduler import EnvWorkers, Scheduler
 from actors.synthetic import SyntheticEnvWorker, SyntheticSpec
 from envs.format.kind import library_source
+from launch.loopback import loopback_only
 from schema.config import RolloutConfig
 
 
@@ -185,6 +186,7 @@ def main() -> None:
     p.add_argument("--median-s", type=float, default=0.02)
     p.add_argument("--tail-s", type=float, default=0.5)
     args = p.parse_args()
+    loopback_only()  # launch/loopback.py
     ray.init(address="local", num_cpus=4, include_dashboard=False, log_to_driver=False)
     try:
         print(json.dumps(asyncio.run(soak(args)), indent=2))

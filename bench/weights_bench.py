@@ -30,6 +30,7 @@ from typing import Any
 import ray
 import torch
 
+from launch.loopback import loopback_only
 from rollout.weights.base import make_receiver, make_sender
 from schema.config import WeightTransportConfig
 
@@ -112,6 +113,7 @@ def measure(gib: float, transport: WeightTransportConfig, receivers: int = 2, re
 
 
 def main(sizes_gib: tuple[float, ...] = SIZES_GIB) -> dict[str, Any]:
+    loopback_only()  # launch/loopback.py
     ray.init(address="local", num_cpus=4, include_dashboard=False, object_store_memory=5 << 30, log_to_driver=False)
     try:
         out: dict[str, Any] = {"receivers": 2, "repeats": 3, "sizes": []}

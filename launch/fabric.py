@@ -17,6 +17,7 @@ from actors.generator_pool import GeneratorPool
 from actors.judge import Judge
 from actors.learner_group import LearnerGroup, LearnerPlacement, learner_placement_group
 from actors.scheduler import EnvWorkers, Scheduler
+from launch.loopback import loopback_only
 from schema.config import TrainConfig
 
 log = logging.getLogger(__name__)
@@ -29,7 +30,9 @@ def init_ray(cfg: TrainConfig) -> None:
     if cfg.ray.address:
         ray.init(address=cfg.ray.address, runtime_env=env, log_to_driver=False)
     else:
-        # "local": a new in-process cluster even where another one runs (ray.init() would join it)
+        # "local": a new in-process cluster even where another one runs (ray.init() would join it), on
+        # loopback only (launch/loopback.py)
+        loopback_only()
         ray.init(address="local", num_cpus=cfg.ray.num_cpus or max(4, os.cpu_count() or 2), include_dashboard=False,
                  runtime_env=env, log_to_driver=False)
 

@@ -8,6 +8,7 @@ import pytest
 
 from envs.runtime.episode import Runtime
 from envs.runtime.upstream import UpstreamSpec
+from launch.loopback import loopback_only
 from schema.config import RuntimeConfig
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -124,6 +125,7 @@ def ray_session():
     from ray.cluster_utils import Cluster
 
     if not ray.is_initialized():  # its temp dir short: Ray's Unix socket paths are limited to 107 bytes
+        loopback_only()  # one machine's cluster: nothing of it listens beyond loopback (launch/loopback.py)
         _ray_temp["dir"] = tempfile.mkdtemp(prefix="ray", dir="/tmp")
         # a head without a dashboard or a log monitor: nothing here reads them (log_to_driver is off), and
         # the log monitor alone polled the workers' logs for ~10 s of CPU over the serial part

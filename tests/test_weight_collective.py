@@ -8,6 +8,7 @@ rather than among them (tests/conftest.py).
 """
 
 import time
+from datetime import timedelta
 
 import pytest
 import torch
@@ -96,7 +97,10 @@ def test_a_peer_without_the_groups_token_cannot_join_or_send():
     sender = CollectiveSender(cfg)
     update = sender.offer(1, weights, epoch=1, world_size=2)
     assert update.host != "" and len(update.token) == 32
-    assert sender.listen.getsockname()[0] == update.host  # the node's address, not every interface
+    # the store listens on the node's address (loopback here), not every interface
+    import psutil
+    assert [c.laddr for c in psutil.Process(sender.host.proc.pid).net_connections() if c.status == "LISTEN"] \
+        == [(update.host, update.port)]
     # an intruder claims rank 1 with a guessed token; the real receiver comes too
     forged = msgspec.structs.replace(update, token="0" * 32)
     intruder_errors = []
@@ -138,3 +142,115 @@ def test_a_peer_without_the_groups_token_cannot_join_or_send():
         list(CollectiveReceiver().receive(victim_view, 1))
     rogue_thread.join(timeout=60)
     assert not rogue_thread.is_alive() and rogue_errors  # the rogue's update did not form either
+
+
+def _update_through(sender, update, receiver):
+    """One update from `sender` to `receiver` (rank 1), the send in a thread; what rank 1 got."""
+    import threading
+
+    errors: list[Exception] = []
+
+    def send():
+        try:
+            sender.send(update)
+        except WeightTransferError as exc:
+            errors.append(exc)
+
+    thread = threading.Thread(target=send)
+    thread.start()
+    got = {}
+    try:
+        for part in receiver.receive(update, 1):
+            got.update(part)
+    finally:
+        thread.join(timeout=60)
+    assert not thread.is_alive() and not errors, errors
+    return got
+
+
+def test_a_client_without_the_token_cannot_make_the_learner_hold_its_writes():
+    """The store takes any key from any client before a token is looked at. An unauthenticated client
+    (here on loopback, where the store listens) writes 200 keys of 1 MiB: the store's memory is capped
+    (STORE_CAP_BYTES, in a process of its own), so the flood is cut off near the cap and the learner's
+    own memory does not grow with it; the members' group, formed before, still carries the next
+    update, and a new group forms after. The keys it can list do not show the group's token."""
+    import psutil
+    from torch.distributed import TCPStore
+
+    from rollout.weights.collective import STORE_CAP_BYTES
+
+    cfg = WeightTransportConfig(kind="collective", backend="gloo", timeout_s=4)
+    sender, receiver = CollectiveSender(cfg), CollectiveReceiver()
+    update = sender.offer(1, {"w": torch.arange(4.0)}, epoch=1, world_size=2)
+    assert update.host == "127.0.0.1"
+    assert torch.equal(_update_through(sender, update, receiver)["w"], torch.arange(4.0))
+    me = psutil.Process()
+    rss = me.memory_info().rss
+    intruder = TCPStore(host_name=update.host, port=update.port, is_master=False, timeout=timedelta(seconds=5))
+    keys = intruder.list_keys()  # the store lists its keys to anyone: they must not carry the token
+    assert keys and not any(update.token in k for k in keys), keys
+    payload = b"x" * (1 << 20)
+    written = 0
+    try:
+        for i in range(200):
+            intruder.set(f"flood/{i}", payload)
+            written += 1
+    except Exception:  # noqa: BLE001  (the store went away under the flood: torch's DistNetworkError)
+        pass
+    grown = me.memory_info().rss - rss
+    assert written * len(payload) <= STORE_CAP_BYTES + (8 << 20), f"the store took {written} MiB"
+    assert grown < 48 << 20, f"the learner grew by {grown >> 20} MiB"
+    # the group formed before the flood still carries updates (gloo needs the store only to form)
+    update2 = sender.offer(2, {"w": torch.arange(4.0) + 1}, epoch=1, world_size=2)
+    assert torch.equal(_update_through(sender, update2, receiver)["w"], torch.arange(4.0) + 1)
+    # and a new group (new store, new token) forms and carries one
+    update3 = sender.offer(3, {"w": torch.arange(4.0) + 2}, epoch=2, world_size=2)
+    assert update3.port != update.port and update3.token != update.token
+    assert torch.equal(_update_through(sender, update3, receiver)["w"], torch.arange(4.0) + 2)
+    sender._drop()
+    receiver.close()
+
+
+def test_a_client_that_takes_a_members_place_gets_no_weights():
+    """The store lists its keys to any client, so one that reaches it while the group forms sees the
+    prefix and can join in a receiver's place (gloo checks nothing). Without the token it cannot
+    show the member's proof: the group is refused before the header or any bucket is sent, and the
+    learner's error names the rank that was taken."""
+    import threading
+
+    from torch.distributed import BroadcastOptions, PrefixStore, TCPStore
+
+    from rollout.weights.collective import gloo_group
+
+    cfg = WeightTransportConfig(kind="collective", backend="gloo", timeout_s=6)
+    sender = CollectiveSender(cfg)
+    update = sender.offer(1, {"w": torch.arange(4.0) * 7}, epoch=1, world_size=2)
+    errors: list[Exception] = []
+
+    def send():
+        try:
+            sender.send(update)
+        except WeightTransferError as exc:
+            errors.append(exc)
+
+    thread = threading.Thread(target=send)
+    thread.start()
+    spy = TCPStore(host_name=update.host, port=update.port, is_master=False, timeout=timedelta(seconds=5))
+    deadline = time.monotonic() + 20
+    while not (keys := spy.list_keys()) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    prefix = "/".join(keys[0].split("/")[:3])  # progagent-weights/<hash>/<epoch>: what a spy learns
+    assert update.token not in prefix
+    pg = gloo_group(PrefixStore(prefix, spy), 1, 2, timedelta(seconds=6))  # rank 1's place, taken
+    guess = torch.zeros(2, dtype=torch.int64)
+    pg.allgather([[torch.zeros_like(guess), torch.zeros_like(guess)]], [guess]).wait()
+    header, bucket = torch.zeros(5, dtype=torch.int64), torch.zeros(16, dtype=torch.uint8)
+    opts = BroadcastOptions()
+    opts.rootRank = 0
+    with pytest.raises(Exception):  # noqa: B017  (gloo's own error: the learner left the group)
+        pg.broadcast([header], opts).wait(timedelta(seconds=6))
+        pg.broadcast([bucket], opts).wait(timedelta(seconds=6))
+    thread.join(timeout=60)
+    assert not thread.is_alive() and errors and "rank(s) [1]" in str(errors[0]) and "do not hold" in str(errors[0])
+    assert not header.any() and not bucket.any()  # neither the header (its token words) nor a weight
+    sender._drop()

@@ -39,12 +39,17 @@ what the learner's importance ratio corrects; `Generation.policy_version` is the
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import secrets
+import select
 import socket
+import subprocess
+import sys
 import time
 from collections import deque
 from collections.abc import Iterator
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -56,6 +61,10 @@ from schema.records import TensorMeta, WeightUpdate
 ALIGN = 64
 DIRECT_BYTES = 1 << 20  # a tensor this large travels as itself, in a bucket of its own
 IN_FLIGHT = 2  # buckets on the wire at once on each side
+#: the most the rendezvous store may hold (its own process's memory beyond its start): a group's keys
+#: are a few hundred bytes per member, so this is room for any group and a bound on any flood
+STORE_CAP_BYTES = 64 << 20
+STORE_START_S = 120.0  # its process imports torch: on a loaded host, seconds
 
 
 def _nbytes(meta: TensorMeta) -> int:
@@ -128,41 +137,108 @@ def wait_for_stream(stream: Any, timeout_s: float, what: str) -> None:
         time.sleep(0.001)
 
 
+def store_prefix(token: str) -> str:
+    """The group's keys' prefix: a hash of its token (the store shows its keys to any client)."""
+    return hashlib.sha256(token.encode()).hexdigest()[:32]
+
+
+def member_proof(token: str, epoch: int, rank: int) -> list[int]:
+    """What rank `rank` shows to say it holds the token (two int64 words; neither the token nor the
+    store's prefix, so seeing the prefix or another rank's proof does not give it)."""
+    digest = hashlib.sha256(f"progagent-member/{token}/{epoch}/{rank}".encode()).digest()
+    return [int.from_bytes(digest[:8], "little", signed=True), int.from_bytes(digest[8:16], "little", signed=True)]
+
+
 def token_words(token: str) -> list[int]:
     """The group's token as two int64 words, for the header (a receiver compares them)."""
     return [int(token[:15] or "0", 16), int(token[15:30] or "0", 16)]
+
+
+class StoreHost:
+    """The group's rendezvous store (torch's TCPStore), served by a process of its own
+    (rollout/weights/store_host.py) on the socket the sender bound, with its memory capped at
+    `STORE_CAP_BYTES`.
+
+    Rule: the store is reachable only where the group is (the node's address: 127.0.0.1 on a single
+    machine, launch/loopback.py; on a cluster the address its operator gave the node), and what it
+    holds is bounded. TCPStore takes any key from any client before anyone's token is looked at, so
+    a client without the token cannot join (see `Group`) but could make the store hold as much as it
+    sent; in its own capped process the store refuses such a flood at the cap (the client's
+    connection is dropped) and the learner never grows. A store so filled may refuse the members
+    too: the update in formation fails with `WeightTransferError` and the next forms a new group
+    with a new store, port and token. The learner's rank 0 is one more client."""
+
+    def __init__(self, listen: socket.socket, world_size: int, timeout_s: float):
+        script = Path(__file__).with_name("store_host.py")
+        self.proc = subprocess.Popen(
+            [sys.executable, str(script), str(listen.fileno()), str(world_size), str(timeout_s), str(STORE_CAP_BYTES)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, pass_fds=(listen.fileno(),))
+        listen.close()  # the store's process holds it now
+        assert self.proc.stdout is not None
+        ready, _, _ = select.select([self.proc.stdout], [], [], STORE_START_S)
+        if not ready or self.proc.stdout.readline().strip() != b"ready":
+            self.close()
+            raise WeightTransferError(f"the weight group's store did not start within {STORE_START_S:.0f} s")
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        for pipe in (self.proc.stdin, self.proc.stdout):
+            if pipe is not None:
+                pipe.close()
+
+
+def gloo_group(prefix: Any, rank: int, size: int, timeout: timedelta) -> Any:
+    """vLLM's `init_gloo_process_group`, with gloo's device on this node's address: its default
+    device listens on the address the host name resolves to (the machine's network address)."""
+    from torch.distributed import ProcessGroup, ProcessGroupGloo
+
+    # _Options: not in torch's stubs
+    opts = ProcessGroupGloo._Options()  # type: ignore[attr-defined]
+    opts._timeout = timeout
+    opts._devices = [ProcessGroupGloo.create_device(hostname=_node_ip())]
+    pg = ProcessGroup(prefix, rank, size)
+    backend = ProcessGroupGloo(prefix, rank, size, opts)
+    pg._set_default_backend(ProcessGroup.BackendType.GLOO)
+    backend._set_sequence_number_for_group()
+    pg._register_backend(torch.device("cpu"), ProcessGroup.BackendType.GLOO, backend)
+    return pg
 
 
 class Group:
     """One membership epoch of the transport's process group.
 
     vLLM's stateless group (`stateless_init_torch_distributed_process_group`), formed here with its own
-    parts so that its keys live under a prefix made of the group's token: the rendezvous store is a
-    TCP listener anyone who reaches the node can connect to, and without the token a peer finds none
-    of the keys the members exchange (it cannot join, nor feed a member its own data)."""
+    parts so that its keys live under a prefix made from the group's token: the rendezvous store
+    (`StoreHost`) is a TCP listener anyone who reaches the node's address can connect to. The prefix
+    is a hash of the token, not the token: TCPStore lists its keys to any client (`list_keys`), so
+    a client that reaches the store learns the prefix but never the token, and the header's token
+    check keeps it from standing in for the learner (a receiver loads nothing from a sender without
+    the token). What the prefix does not stop: a client that reaches the store while the group forms
+    can take a receiver's place in it; the members' check (`_check_members`) then refuses the group
+    before any weight moves, so that is a failed update (the real receiver was kept out), not a leak.
+    Hence too the store listens only where the group is: loopback on a single machine, the
+    operator's network on a cluster. Every rank, the learner's rank 0 too, is a client of that store."""
 
-    def __init__(self, update: WeightUpdate, rank: int, listen: socket.socket | None = None):
+    def __init__(self, update: WeightUpdate, rank: int):
         from torch.distributed import PrefixStore, TCPStore
-        from vllm.distributed.utils import create_tcp_store, init_gloo_process_group
 
         self.backend, self.timeout_s, self.rank, self.epoch = update.backend, update.timeout_s, rank, update.epoch
         self.buffers: dict[int, torch.Tensor] = {}  # a CPU receiver's, by bucket: kept between updates
-        self.store: Any = None  # torch's TCPStore, and the process group on it (None once closed)
+        self.store: Any = None  # a client of the group's TCPStore, and the process group on it (None once closed)
         self.pg: Any = None
         timeout = timedelta(seconds=update.timeout_s)
         try:
-            if rank == 0:
-                self.store = create_tcp_store(update.host, update.port, listen_socket=listen,
-                                              world_size=update.world_size, is_master=True, timeout=timeout,
-                                              multi_tenant=True)
-            else:
-                self.store = TCPStore(host_name=update.host, port=update.port, world_size=update.world_size,
-                                      is_master=False, timeout=timeout)
+            self.store = TCPStore(host_name=update.host, port=update.port, world_size=update.world_size,
+                                  is_master=False, timeout=timeout)
             self.store.set_timeout(timeout)
-            prefix = PrefixStore(f"progagent-weights/{update.token}/{update.epoch}", self.store)
+            prefix = PrefixStore(f"progagent-weights/{store_prefix(update.token)}/{update.epoch}", self.store)
             if update.backend == "gloo":
-                self.pg = init_gloo_process_group(prefix_store=prefix, group_rank=rank, group_size=update.world_size,
-                                                  timeout=timeout)
+                self.pg = gloo_group(prefix, rank, update.world_size, timeout)
             else:
                 from vllm.platforms import current_platform
 
@@ -174,6 +250,30 @@ class Group:
                 f"the weight group (epoch {update.epoch}, {update.host}:{update.port}) did not form within "
                 f"{update.timeout_s:.0f} s: rank {rank} waited for all {update.world_size} members (the learner's "
                 f"rank 0 and every generator worker) and some never joined [{type(exc).__name__}: {exc}]") from exc
+        try:
+            self._check_members(update)
+        except BaseException:
+            self.close()
+            raise
+
+    def _check_members(self, update: WeightUpdate) -> None:
+        """Every member shows that it holds the token before any weight moves: each rank's proof
+        (`member_proof`: the token, the epoch and its rank, hashed) gathered by all and checked by all.
+        A client that took a member's place while the group formed (the store lists the prefix) has
+        no token, so the group fails here with an error naming its rank, and the learner sends
+        nothing into it."""
+        device = _device(self.backend)
+        mine = torch.tensor(member_proof(update.token, update.epoch, self.rank), dtype=torch.int64, device=device)
+        every = [torch.zeros_like(mine) for _ in range(update.world_size)]
+        try:
+            work = self.pg.allgather([every], [mine])
+        except Exception as exc:  # noqa: BLE001
+            raise WeightTransferError(f"the members' check failed on rank {self.rank}: {type(exc).__name__}: {exc}") from exc
+        self.wait(work, f"the members' check (epoch {update.epoch})")
+        strangers = [r for r, got in enumerate(every) if got.tolist() != member_proof(update.token, update.epoch, r)]
+        if strangers:
+            raise WeightTransferError(f"rank(s) {strangers} of the weight group (epoch {update.epoch}) do not hold its "
+                                      "token: a client that reached the store took their place; the group is refused")
 
     def broadcast(self, tensor: torch.Tensor, what: str) -> None:
         self.wait(self.start(tensor, what), what)
@@ -233,7 +333,7 @@ class CollectiveSender:
         self.cfg = cfg
         self.backend = cfg.backend if cfg.backend != "auto" else ("nccl" if torch.cuda.is_available() else "gloo")
         self.group: Group | None = None
-        self.listen: socket.socket | None = None
+        self.host: StoreHost | None = None  # the offered group's store
         self.address: tuple[str, int, int, int] | None = None  # host, port, world, epoch of the offered group
         self.token = ""
         self.weights: dict[str, torch.Tensor] | None = None
@@ -244,11 +344,13 @@ class CollectiveSender:
             # bound now and handed to the store as it is: no window in which another process takes the port
             # on the node's address only (not every interface), and a fresh token for the new group
             host = _node_ip()
-            self.listen = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            self.listen.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            self.listen.bind((host, 0))
-            self.listen.listen(1024)
-            self.address = (host, self.listen.getsockname()[1], world_size, epoch)
+            listen = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            listen.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            listen.bind((host, 0))
+            listen.listen(1024)
+            port = listen.getsockname()[1]
+            self.host = StoreHost(listen, world_size, self.cfg.timeout_s)  # closes `listen` (its process has it)
+            self.address = (host, port, world_size, epoch)
             self.token = secrets.token_hex(16)
         self.weights = weights
         host, port, world, ep = self.address
@@ -261,8 +363,7 @@ class CollectiveSender:
             raise WeightTransferError(f"send of version {update.version} without its offer")
         try:
             if self.group is None:
-                self.group = Group(update, 0, listen=self.listen)
-                self.listen = None  # the store owns it now
+                self.group = Group(update, 0)
             device = _device(self.backend)
             header = torch.tensor([update.version, len(update.buckets), update.epoch, *token_words(update.token)],
                                   dtype=torch.int64, device=device)
@@ -288,9 +389,9 @@ class CollectiveSender:
     def _drop(self) -> None:
         if self.group is not None:
             self.group.close()
-        if self.listen is not None:
-            self.listen.close()
-        self.group = self.listen = self.address = None
+        if self.host is not None:
+            self.host.close()
+        self.group = self.host = self.address = None
 
 
 class CollectiveReceiver:
