@@ -1,5 +1,7 @@
-"""A text file of a user's benchmark checkout that becomes a prompt (MCPMark's description.md,
-Toolathlon's docs/task.md and agent_system_prompt.md), read as third-party data.
+"""A text file of a user's benchmark checkout that the host reads (a prompt: MCPMark's description.md,
+Toolathlon's docs/task.md and agent_system_prompt.md; a task's configuration: Toolathlon's
+task_config.json and server YAML, MCP-Atlas's server template, LOCA's task configurations), read as
+third-party data.
 
 A checkout is someone else's files: whatever it holds must not choose what the host reads into the
 model's instruction. So the file is opened from the checkout's folder down, each component without
@@ -19,9 +21,10 @@ from envs.runtime import untrusted_fs
 MAX_BYTES = 1 << 20
 
 
-def read_text(checkout: Path, path: Path, error: type[Exception] = ValueError) -> str:
+def read_text(checkout: Path, path: Path, error: type[Exception] = ValueError, max_bytes: int = MAX_BYTES) -> str:
     """The text of `path`, a file below the folder `checkout` (a resolved path: the user's own), decoded
-    as UTF-8 with bad bytes replaced; `error` (naming `path`) when it is not the checkout's own file."""
+    as UTF-8 with bad bytes replaced; `error` (naming `path`) when it is not the checkout's own file or
+    holds more than `max_bytes`."""
     try:
         root = untrusted_fs.open_root(checkout)
         try:
@@ -32,11 +35,11 @@ def read_text(checkout: Path, path: Path, error: type[Exception] = ValueError) -
             if st.st_nlink != 1:
                 raise untrusted_fs.PathRefused(f"it has {st.st_nlink} hard links: a file with other names may be "
                                                "a host file, and is not read")
-            if st.st_size > MAX_BYTES:
-                raise untrusted_fs.PathRefused(f"it is {st.st_size:,} bytes; files up to {MAX_BYTES:,} bytes are read")
-            data = f.read(MAX_BYTES + 1)
-        if len(data) > MAX_BYTES:
-            raise untrusted_fs.PathRefused(f"it grew past {MAX_BYTES:,} bytes while it was read")
+            if st.st_size > max_bytes:
+                raise untrusted_fs.PathRefused(f"it is {st.st_size:,} bytes; files up to {max_bytes:,} bytes are read")
+            data = f.read(max_bytes + 1)
+        if len(data) > max_bytes:
+            raise untrusted_fs.PathRefused(f"it grew past {max_bytes:,} bytes while it was read")
     except untrusted_fs.PathRefused as exc:
         raise error(f"{path}: {exc}") from None
     return data.decode("utf-8", "replace")

@@ -29,6 +29,8 @@ from typing import Any
 
 import msgspec
 
+from envs.benchmarks.checkout_files import read_text
+
 TEMPLATE = "services/agent-environment/src/agent_environment/mcp_server_template.json"
 DATA = "services/agent-environment/data"
 SCORER = "services/scoring/score_claims.py"
@@ -108,7 +110,13 @@ class AtlasCheckout:
         if not (self.path / TEMPLATE).is_file() or not (self.path / SCORER).is_file():
             raise AtlasError(f"{self.path}: not an MCP-Atlas checkout (no {TEMPLATE} or {SCORER}; "
                              "git clone --recurse-submodules https://github.com/scaleapi/mcp-atlas)")
-        self.servers: dict[str, dict[str, Any]] = json.loads((self.path / TEMPLATE).read_text())["mcpServers"]
+        try:
+            self.servers: dict[str, dict[str, Any]] = json.loads(
+                read_text(self.path, self.path / TEMPLATE, AtlasError))["mcpServers"]
+        except (ValueError, KeyError, TypeError, RecursionError) as exc:
+            if isinstance(exc, AtlasError):
+                raise
+            raise AtlasError(f"{self.path / TEMPLATE}: not MCP-Atlas's server template ({exc})") from None
         self.data = self.path / DATA
 
     def why_not(self, server: str) -> str:

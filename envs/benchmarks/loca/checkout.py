@@ -19,6 +19,8 @@ from typing import Any
 
 import msgspec
 
+from envs.benchmarks.checkout_files import read_text
+
 #: where a preset's configurations are, relative to the checkout
 PRESET_GLOB = "task-configs/final_*_set_config.json"
 _PRESET = re.compile(r"^final_(?P<preset>[A-Za-z0-9]+)_set_config\.json$")
@@ -61,13 +63,10 @@ class LocaCheckout:
         if not path.is_file():
             raise LocaError(f"preset {preset!r}: no {path.relative_to(self.path)} (presets here: "
                             f"{', '.join(self.presets()) or 'none'})")
-        with open(path, "rb") as f:
-            data = f.read(MAX_CONFIG_BYTES + 1)
-        if len(data) > MAX_CONFIG_BYTES:
-            raise LocaError(f"{path}: larger than {MAX_CONFIG_BYTES >> 20} MiB")
+        data = read_text(self.path, path, LocaError, MAX_CONFIG_BYTES)
         try:
             configs = json.loads(data)["configurations"]
-        except (ValueError, KeyError, TypeError) as exc:
+        except (ValueError, KeyError, TypeError, RecursionError) as exc:
             raise LocaError(f"{path}: not a LOCA task configuration file ({exc})") from None
         for i, c in enumerate(configs):
             if not isinstance(c, dict) or not {"name", "env_class", "env_params", "mcp_servers"} <= c.keys():

@@ -23,6 +23,8 @@ from typing import Any
 import msgspec
 import yaml
 
+from envs.benchmarks.checkout_files import read_text
+
 #: servers that need no account and no network (Toolathlon's configs/mcp_servers/*.yaml `name`s)
 LOCAL_SERVERS = frozenset({"filesystem", "terminal", "excel", "pdf-tools", "memory", "git", "word", "pptx"})
 #: Toolathlon's local tools ProgAgent provides (envs/benchmarks/toolathlon/local_tools.py)
@@ -45,12 +47,9 @@ class ToolathlonTask(msgspec.Struct, frozen=True):
     has_groundtruth: bool
 
 
-def _read(path: Path) -> str:
-    with open(path, "rb") as f:
-        data = f.read(MAX_FILE_BYTES + 1)
-    if len(data) > MAX_FILE_BYTES:
-        raise ToolathlonError(f"{path}: larger than {MAX_FILE_BYTES >> 10} KiB")
-    return data.decode("utf-8", "replace")
+def _read(checkout: Path, path: Path) -> str:
+    """A file of the checkout, read as third-party data (envs/benchmarks/checkout_files.py)."""
+    return read_text(checkout, path, ToolathlonError, MAX_FILE_BYTES)
 
 
 class ToolathlonCheckout:
@@ -71,9 +70,9 @@ class ToolathlonCheckout:
         if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", name) or not (d / "task_config.json").is_file():
             raise ToolathlonError(f"no Toolathlon task {name!r} (tasks/finalpool/{name}/task_config.json)")
         try:
-            cfg = json.loads(_read(d / "task_config.json"))
+            cfg = json.loads(_read(self.path, d / "task_config.json"))
             servers, tools = list(cfg["needed_mcp_servers"]), list(cfg.get("needed_local_tools") or [])
-        except (ValueError, KeyError, TypeError) as exc:
+        except (ValueError, KeyError, TypeError, RecursionError) as exc:
             raise ToolathlonError(f"{name}: task_config.json is not Toolathlon's format ({exc})") from None
         return ToolathlonTask(name, servers, tools, (d / "preprocess" / "main.py").is_file(),
                               (d / "groundtruth_workspace").is_dir())
@@ -139,8 +138,8 @@ class ToolathlonCheckout:
         by_name: dict[str, dict[str, Any]] = {}
         for f in sorted((self.path / "configs" / "mcp_servers").glob("*.yaml")):
             try:
-                doc = yaml.safe_load(_read(f))
-            except yaml.YAMLError as exc:
+                doc = yaml.safe_load(_read(self.path, f))
+            except (yaml.YAMLError, RecursionError) as exc:
                 raise ToolathlonError(f"{f}: invalid YAML ({exc})") from None
             if isinstance(doc, dict) and isinstance(doc.get("name"), str):
                 by_name[doc["name"]] = doc

@@ -52,7 +52,7 @@ from envs.benchmarks.toolathlon.kind import ToolathlonRef
 from envs.episode_env import EnvLimits, LiveStates, OneStep, StateRefused, restore, snapshot
 from envs.runtime import untrusted_fs
 from envs.runtime.episode import Episode, EpisodeState, Runtime
-from envs.runtime.sandbox import BWRAP_ENV
+from envs.runtime.sandbox import BWRAP_ENV, Sandbox
 from envs.runtime.scratch import folder as scratch_folder
 from envs.runtime.scratch import temporary as temporary_folder
 from envs.runtime.upstream import Upstream, UpstreamSpec
@@ -97,7 +97,7 @@ class ToolathlonTaskEnv(OneStep):
         return [Path(self.ref.node_dir)] if self.ref.node_dir else []
 
     def _benchmark_options(self, ws: Path, also_read: tuple[Path, ...] = (), overlay: tuple[Path, Path] | None = None,
-                           ) -> list[str]:
+                           ) -> Sandbox:
         """Toolathlon's own code (its preprocess, its evaluator): the checkout read-only, cwd = the checkout
         (its modules run as `-m tasks.finalpool.<task>...`), the workspace writable; `overlay`: (a
         host-owned copy, the task folder it stands in for), bound writable over the checkout's."""
@@ -105,10 +105,10 @@ class ToolathlonTaskEnv(OneStep):
                                   cwd=self.checkout.path)
         if overlay is not None:
             copy, task_dir = overlay
-            options += ["--bind", str(copy), str(task_dir)]
+            options.bind(copy, task_dir, writable=True)
         return options
 
-    def _server_options(self, ws: Path, cwd: Path, cfg: dict[str, Any] | None = None) -> list[str]:
+    def _server_options(self, ws: Path, cwd: Path, cfg: dict[str, Any] | None = None) -> Sandbox:
         """A server the model drives (its filesystem, terminal and git servers; python_execute): none of
         the checkout, where the tasks' ground truth lives (groundtruth_workspace/, answer files beside
         it) and its configs hold keys, except local_servers/ or local_binary/ when its config names
@@ -169,7 +169,7 @@ class ToolathlonTaskEnv(OneStep):
             env = {str(k): str(v) for k, v in cfg["env"].items()}
             options = self._server_options(ws, cwd, cfg)
             if env:
-                options = options + [a for k, v in env.items() for a in ("--setenv", k, v)]
+                options.setenv(env)
             ups.append(Upstream(UpstreamSpec(name, command=sandboxed(options, command, scratch), env=BWRAP_ENV,
                                              timeout_s=cfg["timeout_s"]), limits=limits,
                                 memory_bytes=SERVER_MEMORY_BYTES, errlog=logs / f"upstream-{name}.log"))
