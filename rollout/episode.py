@@ -55,6 +55,8 @@ class InProcess:
 
     async def final(self, env: EpisodeEnv, episode: Episode, answer: str) -> Verdict:
         verdict = await self._within(env, env.judge, episode.final_state(), answer)
+        if verdict.error is None:  # a verdict reached needs no canary (settle returns it as it is)
+            return verdict
         return await self._within(env, settle, verdict, env.judge_canary)
 
     @staticmethod

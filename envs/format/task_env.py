@@ -90,51 +90,51 @@ class EnvironmentCache:
         h.update(json.dumps([scale, task.spec.seed, task.spec.scales.rows, task.spec.scales.files]).encode())
         return f"{task.id}/{scale}-{h.hexdigest()[:12]}"
 
-    def get(self, task: Task, scale: str) -> Path:
-        key = self.key(task, scale)
+    def _built(self, key: str, build: Callable[[Path], None]) -> Path:
+        """The folder `key`, made once by `build(folder)` (the first caller's; the others wait on its
+        lock). Built aside, then renamed: other processes sharing the cache never see a half build,
+        and one left by an interrupted build is replaced."""
         with self._guard:
             lock = self._locks.setdefault(key, threading.Lock())
         with lock:
             path = self.root / key
             path.parent.mkdir(parents=True, exist_ok=True)
             if not (path / ".complete").exists():
-                # build aside, then rename: other processes sharing the cache never see a half build
                 tmp = path.parent / f".{path.name}.{os.getpid()}.{threading.get_ident()}"
                 shutil.rmtree(tmp, ignore_errors=True)
-                with FORK_GUARD:
-                    task.build(tmp, scale)
+                build(tmp)
                 (tmp / ".complete").write_text("")
                 if path.exists() and not (path / ".complete").exists():
-                    shutil.rmtree(path, ignore_errors=True)  # left over from an interrupted build
+                    shutil.rmtree(path, ignore_errors=True)
                 try:
                     tmp.rename(path)
                 except OSError:  # another process finished first
                     shutil.rmtree(tmp, ignore_errors=True)
             return path
 
+    def get(self, task: Task, scale: str) -> Path:
+        """The environment of `task` at `scale`, built once (task data.py)."""
+
+        def build(folder: Path) -> None:
+            with FORK_GUARD:
+                task.build(folder, scale)
+
+        return self._built(self.key(task, scale), build)
+
     def canary(self, task: Task, scale: str) -> tuple[Path, str]:
         """The oracle's final state of `task` at `scale` and its final answer: built once (the
         environment, then oracle.py run over a copy), kept beside the environment. What a judge's
         canary is judged on (LibraryTaskEnv.judge_canary): every criterion passes there."""
-        key = self.key(task, scale) + ".oracle"
-        with self._guard:
-            lock = self._locks.setdefault(key, threading.Lock())
-        with lock:
-            path = self.root / key
-            if not (path / ".complete").exists():
-                tmp = path.parent / f".{path.name}.{os.getpid()}.{threading.get_ident()}"
-                shutil.rmtree(tmp, ignore_errors=True)
-                shutil.copytree(self.get(task, scale), tmp)
-                with FORK_GUARD:
-                    answer, _, _ = task.run_program(tmp, task.oracle_source)
-                (tmp / ".answer").write_text(answer)
-                (tmp / ".complete").write_text("")
-                shutil.rmtree(path, ignore_errors=True)
-                try:
-                    tmp.rename(path)
-                except OSError:  # another process finished first
-                    shutil.rmtree(tmp, ignore_errors=True)
-            return path, (path / ".answer").read_text()
+
+        def build(folder: Path) -> None:
+            shutil.copytree(self.get(task, scale), folder)
+            (folder / ".complete").unlink(missing_ok=True)
+            with FORK_GUARD:
+                answer, _, _ = task.run_program(folder, task.oracle_source)
+            (folder / ".answer").write_text(answer)
+
+        path = self._built(self.key(task, scale) + ".oracle", build)
+        return path, (path / ".answer").read_text()
 
     def cleanup(self) -> None:
         if self._tmp:
