@@ -42,6 +42,7 @@ def test_the_paper_config_fits_eight_nodes_of_eight_gpus():
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(600)  # five raylets, three node losses and a resume on one machine: the suite's 300 s is per test of one fabric
 def test_paper_topology_on_a_simulated_cluster_survives_node_loss(tmp_path: Path):
     from bench.cluster_sim import run_scenario
 
